@@ -1,0 +1,56 @@
+#pragma once
+// Where and how simkit runs: device choice, CPU threads, GPU memory budget, progress.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace simkit {
+
+enum class Device {
+  cpu,
+  gpu,
+  /// The GPU when this build has CUDA and a device is visible; otherwise the CPU, after a
+  /// one-line notice on stderr if the build has CUDA but no device answers.
+  automatic,
+};
+
+/// "cpu" | "gpu" | "auto"; throws Error(invalid_argument) otherwise.
+Device parse_device(const std::string& name);
+const char* to_string(Device d) noexcept;
+
+struct Context {
+  Device device = Device::automatic;
+  /// CPU threads for OpenMP and BLAS; 0 means all hardware threads.
+  int threads = 0;
+  /// CUDA device ordinal.
+  int gpu_id = 0;
+  /// Bytes of GPU memory simkit may allocate for working buffers (inputs that already live on
+  /// the device are not counted). 0 means 80% of the memory free when the call starts.
+  size_t gpu_memory_budget = 0;
+  /// Called now and then during long work with the fraction done in [0, 1]; may be empty.
+  std::function<void(double)> progress;
+};
+
+struct GpuInfo {
+  int id = 0;
+  std::string name;
+  int sm_major = 0, sm_minor = 0;
+  int multiprocessors = 0;
+  size_t total_memory = 0, free_memory = 0;
+  double fp32_tflops = 0;        // peak FMA rate: SMs x FP32 lanes x 2 x boost clock
+  double memory_bandwidth_gbs = 0;  // from the memory clock and bus width
+};
+
+/// True when this build was compiled with the CUDA backend.
+bool built_with_cuda() noexcept;
+/// The CUDA devices this process can use (empty in a CPU-only build or without a GPU).
+std::vector<GpuInfo> gpus();
+/// Resolves Device::automatic to cpu or gpu; throws Error(device) when gpu was asked for
+/// explicitly and none is usable, Error(unsupported) in a CPU-only build.
+Device resolve_device(const Context& ctx);
+/// Compiler, CUDA architectures, BLAS vendor, OpenMP threads: what `simkit info` prints.
+std::string build_info();
+
+}  // namespace simkit

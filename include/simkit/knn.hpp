@@ -1,0 +1,34 @@
+#pragma once
+// Exact k-nearest-neighbour search by brute force.
+//
+// The database is streamed in tiles and each query keeps only its current best k, so memory
+// stays bounded (by Context::gpu_memory_budget on the GPU) whatever the database size.
+
+#include <cstdint>
+
+#include <simkit/context.hpp>
+#include <simkit/matrix.hpp>
+#include <simkit/metric.hpp>
+
+namespace simkit {
+
+struct KnnResult {
+  Matrix<float> values;  // m x k, the metric's own value (distance or similarity)
+  Matrix<int64_t> ids;   // m x k, row indices into X
+};
+
+/// For each row of Q (m x d), the k rows of X (n x d) best under `metric`: smallest first for
+/// distances, largest first for similarities; equal values are ordered by the lower id.
+///
+/// `values` and `ids` must be m x k (host or device). Distances are exact in fp32: candidates
+/// found through the fast ||q||^2 - 2 q.x + ||x||^2 expansion are re-scored directly.
+/// Throws Error(invalid_argument) when k < 1, k > n, sets are empty, dimensions differ,
+/// output shapes are wrong, or an input holds NaN/Inf.
+void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k,
+         Metric metric, MatrixView<float> values, MatrixView<int64_t> ids);
+
+/// Convenience form returning host matrices.
+KnnResult knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k,
+              Metric metric);
+
+}  // namespace simkit

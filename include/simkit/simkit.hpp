@@ -1,0 +1,10 @@
+#pragma once
+// Everything public, in one include.
+#include <simkit/context.hpp>
+#include <simkit/device_matrix.hpp>
+#include <simkit/error.hpp>
+#include <simkit/io.hpp>
+#include <simkit/knn.hpp>
+#include <simkit/matrix.hpp>
+#include <simkit/metric.hpp>
+#include <simkit/pairwise.hpp>

@@ -1,0 +1,73 @@
+#include <simkit/context.hpp>
+#include <simkit/error.hpp>
+
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend.hpp"
+#include "build_config.hpp"
+
+namespace simkit {
+
+Device parse_device(const std::string& name) {
+  if (name == "cpu") return Device::cpu;
+  if (name == "gpu") return Device::gpu;
+  if (name == "auto") return Device::automatic;
+  throw Error(ErrorCode::invalid_argument, "unknown device '" + name + "' (expected cpu, gpu or auto)");
+}
+
+const char* to_string(Device d) noexcept {
+  switch (d) {
+    case Device::cpu: return "cpu";
+    case Device::gpu: return "gpu";
+    case Device::automatic: return "auto";
+  }
+  return "?";
+}
+
+bool built_with_cuda() noexcept { return SIMKIT_BUILT_WITH_CUDA != 0; }
+
+std::vector<GpuInfo> gpus() { return detail::cuda::gpus(); }
+
+Device resolve_device(const Context& ctx) {
+  if (ctx.device == Device::cpu) return Device::cpu;
+  if (!built_with_cuda()) {
+    if (ctx.device == Device::gpu)
+      throw Error(ErrorCode::unsupported, "this simkit was built without CUDA; use --device cpu or auto");
+    return Device::cpu;
+  }
+  const auto devices = detail::cuda::gpus();
+  const bool have = ctx.gpu_id >= 0 && ctx.gpu_id < static_cast<int>(devices.size());
+  if (have) return Device::gpu;
+  if (ctx.device == Device::gpu)
+    throw Error(ErrorCode::device, devices.empty() ? "no CUDA device is visible to this process"
+                                                   : "no CUDA device with id " + std::to_string(ctx.gpu_id));
+  static std::once_flag notice;
+  std::call_once(notice, [] { std::fprintf(stderr, "simkit: no usable CUDA device, running on the CPU\n"); });
+  return Device::cpu;
+}
+
+std::string build_info() {
+  std::ostringstream s;
+  s << "simkit " << SIMKIT_VERSION << "\n"
+    << "  compiler:     " << SIMKIT_CXX_COMPILER << "\n"
+    << "  build type:   " << SIMKIT_BUILD_TYPE << "\n"
+    << "  BLAS:         " << SIMKIT_BLAS_VENDOR << "\n";
+#ifdef _OPENMP
+  s << "  OpenMP:       " << _OPENMP << ", " << omp_get_max_threads() << " threads\n";
+#else
+  s << "  OpenMP:       off\n";
+#endif
+  if (built_with_cuda())
+    s << "  CUDA:         on, architectures " << detail::cuda::compiled_architectures() << "\n";
+  else
+    s << "  CUDA:         off (CPU-only build)\n";
+  return s.str();
+}
+
+}  // namespace simkit

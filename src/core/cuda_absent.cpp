@@ -1,0 +1,52 @@
+// The CUDA seam in a CPU-only build: no devices, and every GPU entry refuses politely.
+#include <simkit/error.hpp>
+
+#include "backend.hpp"
+
+namespace simkit::detail::cuda {
+
+namespace {
+[[noreturn]] void refuse() {
+  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA; use --device cpu");
+}
+}  // namespace
+
+std::vector<GpuInfo> gpus() { return {}; }
+void pairwise(const Context&, MatrixView<const float>, MatrixView<const float>, Metric, MatrixView<float>) {
+  refuse();
+}
+void knn(const Context&, MatrixView<const float>, MatrixView<const float>, int64_t, Metric, MatrixView<float>,
+         MatrixView<int64_t>) {
+  refuse();
+}
+bool all_finite_on_device(const Context&, MatrixView<const float>) { refuse(); }
+const char* compiled_architectures() noexcept { return ""; }
+
+}  // namespace simkit::detail::cuda
+
+// DeviceMatrix in a CPU-only build: constructible only empty.
+#include <simkit/device_matrix.hpp>
+
+namespace simkit {
+template <class T>
+DeviceMatrix<T>::DeviceMatrix(const Context&, int64_t, int64_t) {
+  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA: no device memory");
+}
+template <class T>
+DeviceMatrix<T>::DeviceMatrix(const Context&, MatrixView<const T>) {
+  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA: no device memory");
+}
+template <class T>
+DeviceMatrix<T>::~DeviceMatrix() = default;
+template <class T>
+DeviceMatrix<T>::DeviceMatrix(DeviceMatrix&&) noexcept = default;
+template <class T>
+DeviceMatrix<T>& DeviceMatrix<T>::operator=(DeviceMatrix&&) noexcept = default;
+template <class T>
+void DeviceMatrix<T>::copy_to_host(MatrixView<T>) const {
+  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA: no device memory");
+}
+template class DeviceMatrix<float>;
+template class DeviceMatrix<int64_t>;
+void synchronize(const Context&) {}
+}  // namespace simkit
