@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# On the lent GPU machine: configure with CUDA for sm_90, build, run the `gpu`-labelled tests,
+# run compute-sanitizer (memcheck, racecheck) over them, then the benchmarks and the PyTorch
+# peer script, and leave logs plus a short table under $OUT.
+#
+#   bash scripts/device-check.sh [all|tests|bench]      (default: all)
+#
+# The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
+# needs (OpenBLAS, CLI11, GoogleTest) travel unpacked in .deps/root (scripts/fetch-device-deps.sh
+# makes it; name `.deps` in the device tool's carry list).
+set -uo pipefail
+what=${1:-all}
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=/tmp/simkit-build
+deps=$root/.deps/root/usr
+log() { echo "[device-check] $*" | tee -a "$OUT/summary.txt"; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+prefix=""
+if [ -d "$deps" ]; then
+  prefix="-DCMAKE_PREFIX_PATH=$deps -DCMAKE_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu"
+  export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}"
+fi
+log "configure"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSIMKIT_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 $prefix >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+log "build"
+cmake --build "$build" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -B2 -A8 -m5 "error" "$OUT/build.log"; exit 1; }
+
+status=0
+if [ "$what" = all ] || [ "$what" = tests ]; then
+  log "gpu tests"
+  (cd "$build" && ctest -L gpu --output-on-failure -j 4) >"$OUT/gpu-tests.log" 2>&1 || status=1
+  tail -3 "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
+  log "compute-sanitizer memcheck + racecheck over the gpu test executables"
+  : >"$OUT/sanitizer.log"
+  for exe in "$build"/tests/test_gpu_*; do
+    [ -x "$exe" ] || continue
+    for tool in memcheck racecheck; do
+      # The sanitizer slows kernels 10-100x: the tests' small cases are the ones to check.
+      compute-sanitizer --tool $tool --error-exitcode 3 "$exe" --gtest_filter="${SANITIZER_FILTER:-*}" \
+        >>"$OUT/sanitizer.log" 2>&1
+      rc=$?
+      log "  $(basename "$exe") $tool: exit $rc, $(grep -c "ERROR SUMMARY: 0 errors" "$OUT/sanitizer.log") clean summaries so far"
+      [ $rc -eq 0 ] || status=1
+    done
+  done
+  grep "ERROR SUMMARY" "$OUT/sanitizer.log" | sort | uniq -c | tee -a "$OUT/summary.txt"
+fi
+
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  cli="$build/apps/cli/simkit"
+  if "$cli" bench --help >/dev/null 2>&1; then
+    log "simkit bench pairwise"
+    "$cli" bench pairwise --device gpu --csv "$OUT/simkit_pairwise.csv" 2>&1 | tee "$OUT/bench_pairwise.txt" || status=1
+    log "simkit bench knn"
+    "$cli" bench knn --device gpu --csv "$OUT/simkit_knn.csv" 2>&1 | tee "$OUT/bench_knn.txt" || status=1
+  fi
+  if [ -f "$root/bench/peers/torch_peers.py" ]; then
+    log "PyTorch peers"
+    PYTHONUNBUFFERED=1 python3 "$root/bench/peers/torch_peers.py" --csv "$OUT/torch.csv" 2>&1 | tee "$OUT/bench_torch.txt" || status=1
+  fi
+  if [ -f "$root/bench/compare.py" ]; then
+    python3 "$root/bench/compare.py" --out "$OUT/table.md" "$OUT"/simkit_*.csv "$OUT/torch.csv" && cat "$OUT/table.md"
+  fi
+fi
+log "done, status $status"
+exit $status
