@@ -1,0 +1,16 @@
+#pragma once
+// Each `simkit` subcommand registers itself on the root app. A command's callback throws
+// simkit::Error (or CLI11's errors) on bad input; main() turns those into one line on stderr
+// and exit status 2 (invalid argument, i/o) or 1 (anything else).
+
+#include <CLI/CLI.hpp>
+
+namespace simkit::cli {
+
+void add_info_command(CLI::App& app);      // info.cpp
+void add_gen_command(CLI::App& app);       // gen.cpp
+void add_pairwise_command(CLI::App& app);  // pairwise_command.cpp
+void add_knn_command(CLI::App& app);       // knn_command.cpp
+void add_bench_command(CLI::App& app);     // bench.cpp: `bench pairwise`, `bench knn`
+
+}  // namespace simkit::cli
