@@ -1,0 +1,118 @@
+// `simkit bench pairwise` and `simkit bench knn`: the command line, the shared set-up (device,
+// run counts, header) and the CSV writer. The suites themselves are in bench_pairwise.cpp and
+// bench_knn.cpp; the device-free logic in bench_harness.hpp.
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <simkit/context.hpp>
+#include <simkit/error.hpp>
+#include <simkit/io.hpp>
+
+#include "bench_harness.hpp"
+#include "commands.hpp"
+
+namespace simkit::cli {
+namespace bench {
+
+Setup prepare(const Options& o, const char* suite, int gpu_repeat, int cpu_repeat, int gpu_warmup, int cpu_warmup) {
+  Setup s;
+  s.ctx.device = parse_device(o.device);
+  s.ctx.threads = o.threads;
+  s.ctx.device = resolve_device(s.ctx);
+  const bool on_gpu = s.ctx.device == Device::gpu;
+  if (on_gpu) {
+    const auto all = gpus();
+    if (s.ctx.gpu_id < 0 || s.ctx.gpu_id >= static_cast<int>(all.size()))
+      throw Error(ErrorCode::device, "no CUDA device with id " + std::to_string(s.ctx.gpu_id));
+    s.gpu = all[static_cast<size_t>(s.ctx.gpu_id)];
+  }
+  s.repeat = o.repeat > 0 ? o.repeat : (on_gpu ? gpu_repeat : cpu_repeat);
+  if (on_gpu && s.repeat < 10)
+    throw Error(ErrorCode::invalid_argument, "GPU timings are the median of at least 10 runs: use --repeat 10 or more");
+  s.warmup = o.warmup >= 0 ? o.warmup : (on_gpu ? gpu_warmup : cpu_warmup);
+  const unsigned hw = std::thread::hardware_concurrency();
+  s.host_threads = o.threads > 0 ? o.threads : static_cast<int>(hw > 0 ? hw : 1);
+
+  std::printf("simkit bench %s\n", suite);
+  if (on_gpu) {
+    const GpuInfo& g = *s.gpu;
+    std::printf("  device:    gpu %d, %s (sm_%d%d, %d SMs, %.1f GiB)\n", g.id, g.name.c_str(), g.sm_major, g.sm_minor,
+                g.multiprocessors, double(g.total_memory) / double(1ull << 30));
+    std::printf("  ceilings:  FP32 peak %.1f TFLOP/s (SMs x FP32 lanes x 2 x boost clock), memory %.0f GB/s\n",
+                g.fp32_tflops, g.memory_bandwidth_gbs);
+    std::printf("  method:    fp32, no TF32; inputs and outputs resident on the GPU; time = host clock around\n"
+                "             the synchronous call plus synchronize(); median of %d runs after %d warm-up runs\n",
+                s.repeat, s.warmup);
+  } else {
+    std::printf("  device:    cpu, %d threads (no FP32 peak known: %% of peak is n/a)\n", s.host_threads);
+    std::printf("  method:    fp32; host matrices; time = host clock around the call; median of %d runs after\n"
+                "             %d warm-up runs%s\n",
+                s.repeat, s.warmup, s.repeat < 10 ? " (fewer than 10: a rough figure)" : "");
+  }
+  std::fflush(stdout);
+  return s;
+}
+
+void write_csv(const std::string& path, const std::vector<Row>& rows) {
+  if (path.empty()) return;
+  write_atomically(path, [&](const std::string& tmp) {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error(ErrorCode::io, "cannot open '" + tmp + "' for writing");
+    f << csv_document(rows);
+    f.flush();
+    if (!f) throw Error(ErrorCode::io, "could not write '" + tmp + "'");
+  });
+  std::printf("wrote %s (%zu rows)\n", path.c_str(), rows.size());
+}
+
+}  // namespace bench
+
+namespace {
+
+void add_common_options(CLI::App* sub, bench::Options& o, const char* repeat_help, const char* warmup_help) {
+  sub->add_option("--device", o.device, "cpu, gpu or auto (the GPU when one is usable)")
+      ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
+      ->capture_default_str();
+  sub->add_option("--repeat", o.repeat, repeat_help)->check(CLI::Range(1, 1000000));
+  sub->add_option("--warmup", o.warmup, warmup_help)
+      ->check(CLI::Range(0, 100000));
+  sub->add_option("--csv", o.csv, "also write the results as CSV to this file");
+  sub->add_flag("--quick", o.quick, "small sizes: a smoke run, not a measurement");
+  sub->add_option("--threads", o.threads, "CPU threads (0: all)")->check(CLI::Range(0, 1 << 16))->capture_default_str();
+  sub->add_option("--seed", o.seed, "seed of the random inputs")->capture_default_str();
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* bench_cmd = app.add_subcommand(
+      "bench", "Time simkit on standard workloads: time, GFLOP/s, % of the FP32 peak, and a correctness check");
+  bench_cmd->require_subcommand(1);
+
+  auto pw = std::make_shared<bench::Options>();
+  auto* pairwise_cmd = bench_cmd->add_subcommand(
+      "pairwise",
+      "1,000 queries x 10,000 base rows, d = 384, 768, 1024; cosine, l2, pearson; error vs float64 on 8 query rows");
+  add_common_options(pairwise_cmd, *pw, "timed runs (default 20; at least 10 on the GPU)",
+                     "untimed runs before the timed ones (default 3)");
+  pairwise_cmd->callback([pw] { bench::run_pairwise_suite(*pw); });
+
+  auto kn = std::make_shared<bench::Options>();
+  auto* knn_cmd = bench_cmd->add_subcommand(
+      "knn",
+      "k = 10 sqeuclidean over 1,000,000 base rows: d = 128 with 10,000 queries, d = 768 with 1,000; "
+      "recall@10 vs the CPU on 200 queries");
+  add_common_options(knn_cmd, *kn, "timed runs (default 10 on the GPU, 3 on the CPU; at least 10 on the GPU)",
+                     "untimed runs before the timed ones (default 2 on the GPU, 1 on the CPU)");
+  knn_cmd->add_option("--cases", kn->cases, "which cases, by dimension: 128, 768 or 128,768")->capture_default_str();
+  knn_cmd->add_option("--queries", kn->queries,
+                      "queries per case (default: the case's; on the CPU 1,000 for d = 128 and 100 for d = 768)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  knn_cmd->callback([kn] { bench::run_knn_suite(*kn); });
+}
+
+}  // namespace simkit::cli
