@@ -342,6 +342,8 @@ void write_csv(const std::string& path, const std::vector<Row>& rows);
 /// Parses "128,768" into {128, 768}; throws Error(invalid_argument) on anything else.
 inline std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
   std::vector<int64_t> out;
+  if (!text.empty() && text.back() == ',')
+    throw Error(ErrorCode::invalid_argument, what + ": '" + text + "' ends with a comma (expected e.g. 128,768)");
   std::string item;
   std::istringstream in(text);
   while (std::getline(in, item, ',')) {

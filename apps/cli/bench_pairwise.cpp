@@ -26,7 +26,7 @@ constexpr double kTolerance = 1e-5;  // DESIGN.md: fp32 results match float64 to
 constexpr int64_t kSampleRows = 8;   // query rows checked against float64, each against every base row
 
 TablePrinter pairwise_table() {
-  return TablePrinter({{"case", 10, false},
+  return TablePrinter({{"case", 11, false},
                        {"metric", 7, false},
                        {"m x n x d", 18, false},
                        {"median ms", 10, true},
@@ -120,9 +120,9 @@ void run_pairwise_suite(const Options& o) {
                               .row({r.case_name, r.metric,
                                     std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(d),
                                     format_number(r.stats.median_ms, 3), format_number(r.stats.min_ms, 3),
-                                    format_number(r.stats.max_ms, 3), format_number(r.gflops, 0),
+                                    format_number(r.stats.max_ms, 3), format_number(r.gflops, r.gflops < 100 ? 1 : 0),
                                     r.pct_peak ? format_number(*r.pct_peak, 1) : std::string("n/a"),
-                                    format_number(gbs, 0), format_error(r.error), r.check})
+                                    format_number(gbs, gbs < 100 ? 1 : 0), format_error(r.error), r.check})
                               .c_str());
       if (unwritten > 0)
         std::printf("  ! %lld of %lld output entries are NaN/Inf after the runs (unwritten or overflowed)\n",

@@ -1,0 +1,174 @@
+#include "cpu/dot_family.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include <cblas.h>
+
+#include <simkit/error.hpp>
+
+#include "cpu/exact.hpp"
+#include "cpu/simd.hpp"
+
+namespace simkit::detail::cpu {
+
+namespace {
+
+using simd::d4;
+
+double row_sum(const float* r, int64_t d) {
+  d4 acc = {0, 0, 0, 0};
+  int64_t t = 0;
+  for (; t + 4 <= d; t += 4) acc += simd::load4_as_double(r + t);
+  double s = simd::sum(acc);
+  for (; t < d; ++t) s += r[t];
+  return s;
+}
+
+double row_sum_sq(const float* r, int64_t d) {
+  d4 acc = {0, 0, 0, 0};
+  int64_t t = 0;
+  for (; t + 4 <= d; t += 4) {
+    const d4 v = simd::load4_as_double(r + t);
+    acc += v * v;
+  }
+  double s = simd::sum(acc);
+  for (; t < d; ++t) s += static_cast<double>(r[t]) * r[t];
+  return s;
+}
+
+// Squared norm of the row as centre_rows will hand it to sgemm: float(r - mean), squared in
+// double. Using the rounded centred values keeps the cosine of a row with itself at 1.
+double centred_sum_sq(const float* r, int64_t d, double mean) {
+  double s = 0;
+  for (int64_t t = 0; t < d; ++t) {
+    const double c = static_cast<float>(static_cast<double>(r[t]) - mean);
+    s += c * c;
+  }
+  return s;
+}
+
+double inverse_norm(double sq) { return sq > 0 ? 1.0 / std::sqrt(sq) : 0.0; }
+
+}  // namespace
+
+RowStats row_stats(MatrixView<const float> A, Metric metric, int threads) {
+  RowStats s;
+  const int64_t rows = A.rows, d = A.cols;
+  switch (metric) {
+    case Metric::l2:
+    case Metric::sqeuclidean:
+      s.sq.resize(static_cast<size_t>(rows));
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
+      for (int64_t i = 0; i < rows; ++i) s.sq[static_cast<size_t>(i)] = row_sum_sq(A.row(i), d);
+      break;
+    case Metric::cosine:
+      s.inv.resize(static_cast<size_t>(rows));
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
+      for (int64_t i = 0; i < rows; ++i) s.inv[static_cast<size_t>(i)] = inverse_norm(row_sum_sq(A.row(i), d));
+      break;
+    case Metric::pearson:
+      s.inv.resize(static_cast<size_t>(rows));
+      s.mean.resize(static_cast<size_t>(rows));
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
+      for (int64_t i = 0; i < rows; ++i) {
+        const double mean = row_sum(A.row(i), d) / static_cast<double>(d);
+        s.mean[static_cast<size_t>(i)] = mean;
+        s.inv[static_cast<size_t>(i)] = inverse_norm(centred_sum_sq(A.row(i), d, mean));
+      }
+      break;
+    case Metric::dot:
+    case Metric::l1:
+      break;
+  }
+  return s;
+}
+
+void centre_rows(const float* src, int64_t rows, int64_t d, const double* mean, float* dst) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const double m = mean[i];
+    const float* r = src + i * d;
+    float* o = dst + i * d;
+    for (int64_t t = 0; t < d; ++t) o[t] = static_cast<float>(static_cast<double>(r[t]) - m);
+  }
+}
+
+void gemm_nt(const float* a, int64_t rows_a, const float* b, int64_t rows_b, int64_t d, float* c, int64_t ldc) {
+  if (rows_a > INT_MAX || rows_b > INT_MAX || d > INT_MAX || ldc > INT_MAX)
+    throw Error(ErrorCode::unsupported, "a dimension exceeds the BLAS integer range (d = " + std::to_string(d) +
+                                            ", leading dimension " + std::to_string(ldc) + ")");
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows_a), static_cast<int>(rows_b),
+              static_cast<int>(d), 1.0f, a, static_cast<int>(d), b, static_cast<int>(d), 0.0f, c,
+              static_cast<int>(ldc));
+}
+
+// When may the expanded form D' = S - 2 g, with S = ||q||^2 + ||x||^2 (float64) and
+// g = fl32(q.x) from sgemm, be trusted to 1e-5 relative?
+//
+// The norms and the combination are float64, so the error of D' is twice the error of g.
+// sgemm adds the d products into a running float sum s_t (one FMA per step, sequentially
+// within a K block); step t rounds with a relative error of at most u = 2^-24, so
+//   |g - q.x| <= u * sum_t |s_t|,   |s_t| <= sum |q_i x_i| <= S / 2.
+// The worst case, d u S / 2, is hopelessly pessimistic for d in the hundreds. Treating the
+// per-step rounding errors as independent, zero-mean, uniform in [-u, u] (the probabilistic
+// model of Higham & Mary, SIAM J. Sci. Comput. 2019, which holds well for sgemm outputs), the
+// error of g has a standard deviation of at most (u / sqrt 3) * sqrt(d) * S / 2, so D' is off
+// by sigma <= 0.58 u sqrt(d) S, and by less than 2 u sqrt(d) S (3.5 sigma; 6 sigma when the
+// partial sums grow linearly, as they do for near neighbours) in practice. Requiring
+//   2 u sqrt(d) S / D <= eps = 1e-5     gives     D >= tau S,  tau = 2 u sqrt(d) / eps.
+// For d <= 4 the worst-case bound d u S / 2 is already inside 2 u sqrt(d) S, so tau is a
+// guarantee there. Values: d = 1: 0.012, 64: 0.095, 384: 0.23, 1000: 0.38, 4096: 0.76. As
+// D <= 2 S always, tau is capped at 2 (everything recomputed). Entries of unrelated points
+// have D ~ S and are kept; near neighbours and near duplicates (D << S) are recomputed with
+// exact_sqdist at a few times the cost of their share of the product.
+double cancellation_threshold(int64_t d) {
+  constexpr double u = 1.0 / (1 << 24);
+  constexpr double eps = 1e-5;
+  return std::min(2.0, 2.0 * u * std::sqrt(static_cast<double>(d)) / eps);
+}
+
+void cosine_epilogue(float* c, int64_t ldc, int64_t tq, int64_t tx, const double* q_inv, const double* x_inv) {
+  for (int64_t i = 0; i < tq; ++i) {
+    float* row = c + i * ldc;
+    const double qi = q_inv[i];
+    for (int64_t j = 0; j < tx; ++j) {
+      double v = static_cast<double>(row[j]) * qi * x_inv[j];
+      // The true cosine lies in [-1, 1]; rounding can step just outside.
+      v = v > 1.0 ? 1.0 : v;
+      v = v < -1.0 ? -1.0 : v;
+      row[j] = static_cast<float>(v);
+    }
+  }
+}
+
+void sqdist_epilogue(float* c, int64_t ldc, int64_t tq, int64_t tx, const double* q_sq, const double* x_sq,
+                     const float* q, const float* x, int64_t d, double tau, bool take_sqrt) {
+  for (int64_t i = 0; i < tq; ++i) {
+    float* row = c + i * ldc;
+    const double a = q_sq[i];
+    // Pass 1 (vectorisable): the expanded form everywhere, counting untrusted entries. An
+    // entry is untrusted when its stored float value is below tau * S; pass 2 tests the same
+    // expression on the same stored value, so both passes agree on which entries they are.
+    int64_t untrusted = 0;
+    for (int64_t j = 0; j < tx; ++j) {
+      const double s = a + x_sq[j];
+      const double e = s - 2.0 * static_cast<double>(row[j]);
+      const float r = static_cast<float>(e > 0.0 ? e : 0.0);
+      row[j] = r;
+      untrusted += static_cast<double>(r) < tau * s;
+    }
+    // Pass 2 (rare): direct float64 sum of squared differences.
+    if (untrusted > 0) {
+      for (int64_t j = 0; j < tx; ++j) {
+        const double s = a + x_sq[j];
+        if (static_cast<double>(row[j]) < tau * s) row[j] = static_cast<float>(exact_sqdist(q + i * d, x + j * d, d));
+      }
+    }
+    if (take_sqrt)
+      for (int64_t j = 0; j < tx; ++j) row[j] = std::sqrt(row[j]);
+  }
+}
+
+}  // namespace simkit::detail::cpu

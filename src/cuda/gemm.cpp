@@ -1,0 +1,177 @@
+#include "gemm.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include <simkit/error.hpp>
+
+#include "check.hpp"
+
+namespace simkit::detail::cuda {
+
+namespace {
+
+// Largest power of two (up to 16) dividing a pointer: what the heuristic may assume.
+uint32_t alignment_of(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 16;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
+}
+
+struct Key {
+  int device;
+  int64_t M, N, K, lda, ldb, ldc;
+  uint32_t align_a, align_b, align_c;
+  size_t workspace;
+  bool operator<(const Key& o) const {
+    return std::tie(device, M, N, K, lda, ldb, ldc, align_a, align_b, align_c, workspace) <
+           std::tie(o.device, o.M, o.N, o.K, o.lda, o.ldb, o.ldc, o.align_a, o.align_b, o.align_c, o.workspace);
+  }
+};
+
+struct Choice {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspace;
+};
+
+struct Cache {
+  std::mutex mutex;
+  std::map<Key, Choice> chosen;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: see resources.hpp
+  return *c;
+}
+
+bool autotune_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SIMKIT_GEMM_AUTOTUNE");
+    return v != nullptr && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Descriptors of one product; cheap host objects, rebuilt per call.
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  Descriptors(const Key& k) {
+    check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+                 "cublasLtMatmulDescSetAttribute");
+    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+                 "cublasLtMatmulDescSetAttribute");
+    // A = X stored column-major K x M (X's rows are its columns), used transposed.
+    check_cublas(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, uint64_t(k.K), uint64_t(k.M), k.lda),
+                 "cublasLtMatrixLayoutCreate");
+    check_cublas(cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, uint64_t(k.K), uint64_t(k.N), k.ldb),
+                 "cublasLtMatrixLayoutCreate");
+    check_cublas(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, uint64_t(k.M), uint64_t(k.N), k.ldc),
+                 "cublasLtMatrixLayoutCreate");
+  }
+  ~Descriptors() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+};
+
+// Times each candidate twice after a warm-up run, on the caller's buffers (the output is
+// overwritten by the real product right after). Returns the index of the fastest.
+int fastest(Resources& r, cudaStream_t s, const Descriptors& desc, const cublasLtMatmulHeuristicResult_t* cand,
+            int count, const float* A, const float* B, float* C, void* ws, size_t ws_bytes) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  const float alpha = 1.f, beta = 0.f;
+  int best = 0;
+  float best_ms = 1e30f;
+  for (int i = 0; i < count; ++i) {
+    if (cand[i].workspaceSize > ws_bytes) continue;
+    bool ok = true;
+    float total = 0.f;
+    for (int rep = 0; rep < 3 && ok; ++rep) {
+      if (rep > 0) check_cuda(cudaEventRecord(start, s), "cudaEventRecord");
+      ok = cublasLtMatmul(r.lt, desc.op, &alpha, A, desc.a, B, desc.b, &beta, C, desc.c, C, desc.c, &cand[i].algo, ws,
+                          ws_bytes, s) == CUBLAS_STATUS_SUCCESS;
+      if (ok && rep > 0) {
+        check_cuda(cudaEventRecord(stop, s), "cudaEventRecord");
+        check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+        float ms = 0.f;
+        check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+        total += ms;
+      }
+    }
+    if (ok && total < best_ms) best_ms = total, best = i;
+  }
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  (void)cudaGetLastError();
+  return best;
+}
+
+}  // namespace
+
+size_t gemm_workspace_bytes(size_t budget) {
+  // cuBLAS recommends 32 MiB on Hopper; small budgets get a share that leaves room for tiles.
+  const size_t want = size_t(32) << 20;
+  return std::min(want, budget / 16) / 256 * 256;
+}
+
+void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d, float alpha, const float* Q,
+              int64_t ldq, const float* X, int64_t ldx, float* out, int64_t ldo, void* workspace,
+              size_t workspace_bytes) {
+  if (workspace == nullptr) workspace_bytes = 0;
+  const Key key{r.device,         n, m, d, ldx, ldq, ldo, alignment_of(X), alignment_of(Q), alignment_of(out),
+                workspace_bytes};
+  Descriptors desc(key);
+  Choice choice{};
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> lock(cache().mutex);
+    auto it = cache().chosen.find(key);
+    if (it != cache().chosen.end()) choice = it->second, found = true;
+  }
+  if (!found) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    const uint64_t ws = workspace_bytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key.align_a,
+                                         sizeof key.align_a);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &key.align_b,
+                                         sizeof key.align_b);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align_c,
+                                         sizeof key.align_c);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key.align_c,
+                                         sizeof key.align_c);
+    constexpr int max_candidates = 8;
+    cublasLtMatmulHeuristicResult_t cand[max_candidates] = {};
+    int count = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(r.lt, desc.op, desc.a, desc.b, desc.c, desc.c, pref,
+                                                             autotune_enabled() ? max_candidates : 1, cand, &count);
+    cublasLtMatmulPreferenceDestroy(pref);
+    check_cublas(st, "cublasLtMatmulAlgoGetHeuristic");
+    if (count == 0) throw Error(ErrorCode::device, "cublasLtMatmulAlgoGetHeuristic: no algorithm for this shape");
+    const int pick = count > 1 ? fastest(r, stream, desc, cand, count, X, Q, out, workspace, workspace_bytes) : 0;
+    choice = Choice{cand[pick].algo, cand[pick].workspaceSize};
+    std::lock_guard<std::mutex> lock(cache().mutex);
+    cache().chosen.emplace(key, choice);
+  }
+  const float beta = 0.f;
+  check_cublas(cublasLtMatmul(r.lt, desc.op, &alpha, X, desc.a, Q, desc.b, &beta, out, desc.c, out, desc.c,
+                              &choice.algo, workspace, workspace_bytes, stream),
+               "cublasLtMatmul");
+}
+
+}  // namespace simkit::detail::cuda

@@ -1,0 +1,74 @@
+#include "knn_plan.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include <simkit/error.hpp>
+
+#include "resources.hpp"
+
+namespace simkit::detail::cuda {
+
+namespace {
+
+int64_t round_up4(int64_t v) { return (v + 3) / 4 * 4; }
+
+// Base tiles other than the last must be multiples of 4 (16-byte aligned norms per tile) and,
+// when large, of 128 (whole GEMM tiles).
+int64_t fit_nb(int64_t nb, int64_t n) {
+  if (nb >= n) return n;
+  if (nb >= 256) return nb / 128 * 128;
+  return std::max<int64_t>(4, nb / 4 * 4);
+}
+
+}  // namespace
+
+size_t knn_bytes(const KnnShape& s, int64_t mb, int64_t nb) {
+  auto R = [](size_t b) { return Carver::round(b); };
+  const size_t d = size_t(s.d), umb = size_t(mb), unb = size_t(nb), ldt = size_t(round_up4(nb));
+  const bool q_prep = s.metric == Metric::cosine || s.metric == Metric::pearson;
+  size_t b = R(s.workspace);
+  if (s.global_aux) b += R(size_t(s.n) * 4);
+  if (s.q_host) b += R(umb * d * 4);
+  if (q_prep && !s.q_host) b += R(umb * d * 4);
+  b += R(umb * size_t(s.capacity) * 4) + R(umb * size_t(s.capacity) * 8);
+  if (s.out_host) b += R(umb * size_t(s.k) * 4) + R(umb * size_t(s.k) * 8);
+  size_t slot = R(umb * ldt * 4);
+  if (s.x_host) slot += R(unb * d * 4);
+  if (s.metric == Metric::pearson && !s.x_host) slot += R(unb * d * 4);
+  if (s.tile_aux) slot += R(unb * 4);
+  return b + 2 * slot;
+}
+
+KnnPlan plan_knn(const KnnShape& s, size_t l2_bytes, size_t budget) {
+  const int64_t tile_elems = std::clamp<int64_t>(int64_t(l2_bytes / 16), int64_t(1) << 18, int64_t(1) << 22);
+  const int64_t nb_pref = std::min<int64_t>(s.n, 2048);
+  const int64_t mb_max = std::max<int64_t>(1, tile_elems / nb_pref);
+  const int64_t batches = (s.m + mb_max - 1) / mb_max;
+  int64_t mb = (s.m + batches - 1) / batches;
+  int64_t nb = fit_nb(std::max(nb_pref, tile_elems / mb), s.n);
+
+  while (knn_bytes(s, mb, nb) > budget) {
+    if (nb > 256)
+      nb = fit_nb(nb / 2, s.n);
+    else if (mb > 64)
+      mb = (mb + 1) / 2;
+    else if (nb > 4)
+      nb = fit_nb(nb / 2, s.n);
+    else if (mb > 1)
+      mb = (mb + 1) / 2;
+    else
+      throw Error(ErrorCode::out_of_memory, "gpu_memory_budget of " + std::to_string(budget) +
+                                                " bytes is too small for k-NN with d = " + std::to_string(s.d) +
+                                                ", k = " + std::to_string(s.k) + " (needs " +
+                                                std::to_string(knn_bytes(s, 1, std::min<int64_t>(4, s.n))) + ")");
+  }
+  KnnPlan p;
+  p.mb = mb;
+  p.nb = nb;
+  p.ldt = round_up4(nb);
+  p.bytes = knn_bytes(s, mb, nb);
+  return p;
+}
+
+}  // namespace simkit::detail::cuda

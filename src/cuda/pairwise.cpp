@@ -1,0 +1,125 @@
+// pairwise on the GPU: the m x n matrix in blocks of query rows x base rows sized to the
+// memory budget. With everything on the device and room to spare (the common case) that is a
+// single block: prepare Q and X once, one matrix product written straight into `out`, one
+// epilogue pass for l2.
+#include <algorithm>
+#include <cstdint>
+
+#include <simkit/error.hpp>
+
+#include "check.hpp"
+#include "core/backend.hpp"
+#include "gemm.hpp"
+#include "resources.hpp"
+#include "tile_ops.hpp"
+
+namespace simkit::detail::cuda {
+
+namespace {
+
+struct Plan {
+  int64_t mb = 0, nb = 0;
+  size_t workspace = 0;
+};
+
+struct Needs {
+  Metric metric;
+  int64_t d;
+  bool q_host, x_host, out_host;
+  size_t workspace;
+  // Bytes of scratch for a block of mb queries and nb base rows.
+  size_t bytes(int64_t mb, int64_t nb) const {
+    size_t b = Carver::round(workspace);
+    if (q_host) b += Carver::round(size_t(mb) * size_t(d) * 4);
+    b += Carver::round(operand_scratch_floats(metric, mb, d, q_host) * 4);
+    if (x_host) b += Carver::round(size_t(nb) * size_t(d) * 4);
+    b += Carver::round(operand_scratch_floats(metric, nb, d, x_host) * 4);
+    if (out_host) b += Carver::round(size_t(mb) * size_t(nb) * 4);
+    return b;
+  }
+};
+
+Plan plan(const Needs& need, int64_t m, int64_t n, size_t budget) {
+  Plan p{m, n, need.workspace};
+  // Halve the larger side until the blocks fit; the base side first at equal sizes, since a
+  // full query block means X is streamed only once.
+  while (need.bytes(p.mb, p.nb) > budget) {
+    if (p.mb == 1 && p.nb == 1)
+      throw Error(ErrorCode::out_of_memory,
+                  "gpu_memory_budget of " + std::to_string(budget) + " bytes is too small for pairwise with d = " +
+                      std::to_string(need.d));
+    if (p.nb >= p.mb && p.nb > 1)
+      p.nb = (p.nb + 1) / 2;
+    else
+      p.mb = (p.mb + 1) / 2;
+  }
+  return p;
+}
+
+}  // namespace
+
+void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric,
+              MatrixView<float> out) {
+  DeviceGuard guard(ctx.gpu_id);
+  Lease lease(ctx.gpu_id);
+  Resources& r = *lease;
+  cudaStream_t s = r.stream[0];
+  const int64_t m = Q.rows, n = X.rows, d = Q.cols;
+  const size_t budget = working_budget(ctx, r);
+
+  Needs need{metric,
+             d,
+             Q.where == Memory::host,
+             X.where == Memory::host,
+             out.where == Memory::host,
+             is_dot_family(metric) ? gemm_workspace_bytes(budget) : 0};
+  const Plan p = plan(need, m, n, budget);
+  r.arena.reserve(need.bytes(p.mb, p.nb), budget);
+  Carver carve(r.arena);
+  void* ws = p.workspace ? carve.take<unsigned char>(p.workspace) : nullptr;
+  float* q_stage = need.q_host ? carve.take<float>(size_t(p.mb) * d) : nullptr;
+  float* q_scratch = carve.take<float>(operand_scratch_floats(metric, p.mb, d, need.q_host));
+  float* x_stage = need.x_host ? carve.take<float>(size_t(p.nb) * d) : nullptr;
+  float* x_scratch = carve.take<float>(operand_scratch_floats(metric, p.nb, d, need.x_host));
+  float* tile = need.out_host ? carve.take<float>(size_t(p.mb) * p.nb) : nullptr;
+
+  auto stage_x = [&](int64_t j0, int64_t rows) {
+    const float* raw = X.data + j0 * d;
+    if (need.x_host) {
+      check_cuda(cudaMemcpyAsync(x_stage, raw, size_t(rows) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+      raw = x_stage;
+    }
+    return prepare_operand(metric, raw, need.x_host, rows, d, x_scratch, s);
+  };
+
+  const int64_t q_blocks = (m + p.mb - 1) / p.mb, x_blocks = (n + p.nb - 1) / p.nb;
+  Operand xop;
+  if (x_blocks == 1) xop = stage_x(0, n);
+  int64_t done = 0;
+  for (int64_t i0 = 0; i0 < m; i0 += p.mb) {
+    const int64_t mb = std::min(p.mb, m - i0);
+    const float* qraw = Q.data + i0 * d;
+    if (need.q_host) {
+      check_cuda(cudaMemcpyAsync(q_stage, qraw, size_t(mb) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+      qraw = q_stage;
+    }
+    const Operand qop = prepare_operand(metric, qraw, need.q_host, mb, d, q_scratch, s);
+    for (int64_t j0 = 0; j0 < n; j0 += p.nb) {
+      const int64_t nb = std::min(p.nb, n - j0);
+      if (x_blocks > 1) xop = stage_x(j0, nb);
+      float* dst = need.out_host ? tile : out.data + i0 * n + j0;
+      const int64_t ldo = need.out_host ? nb : n;
+      metric_tile(r, s, metric, qop, mb, xop, nb, d, dst, ldo, ws, p.workspace);
+      if (need.out_host)
+        check_cuda(cudaMemcpy2DAsync(out.data + i0 * n + j0, size_t(n) * 4, tile, size_t(nb) * 4, size_t(nb) * 4,
+                                     size_t(mb), cudaMemcpyDeviceToHost, s),
+                   "cudaMemcpy2DAsync");
+      ++done;
+      if (ctx.progress && (q_blocks * x_blocks > 1)) ctx.progress(double(done) / double(q_blocks * x_blocks));
+    }
+  }
+  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  if (ctx.progress) ctx.progress(1.0);
+}
+
+}  // namespace simkit::detail::cuda

@@ -1,0 +1,113 @@
+#pragma once
+// Per-device working resources of the CUDA backend, cached across calls.
+//
+// Creating a cuBLASLt handle, streams and scratch memory costs far more than a 1000 x 10000
+// similarity matrix takes to compute, so none of it may sit in the path of a call. A process
+// keeps a pool of Resources per device; each public call leases one for its duration (threads
+// calling concurrently get distinct ones) and hands it back, synchronised, at the end. The pool
+// is never destroyed: tearing down cuBLAS and CUDA objects from static destructors races the
+// CUDA runtime's own shutdown, and the process is about to return everything anyway.
+//
+// Scratch memory comes from one grow-only device arena per Resources, carved per call by a
+// bump allocator (Carver); pinned host staging likewise grows only.
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include <simkit/context.hpp>
+
+namespace simkit::detail::cuda {
+
+/// Grow-only device allocation.
+class DeviceArena {
+ public:
+  /// Ensures at least `bytes`; reallocates (dropping the contents) when smaller, or when the
+  /// current block exceeds `limit` (a caller's budget that shrank since the last call).
+  void reserve(size_t bytes, size_t limit);
+  void* data() const noexcept { return data_; }
+  size_t capacity() const noexcept { return capacity_; }
+  void release() noexcept;
+
+ private:
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+/// Grow-only pinned host allocation.
+class PinnedBuffer {
+ public:
+  void reserve(size_t bytes);
+  void* data() const noexcept { return data_; }
+  size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+struct Resources {
+  int device = 0;
+  int multiprocessors = 0;
+  int sm_major = 0;
+  size_t l2_bytes = 0;
+  size_t smem_optin = 0;
+  // stream[0] computes; stream[1] runs the k-selection next to it; stream[2] copies.
+  // Created blocking (not cudaStreamNonBlocking), so they also order after work the caller
+  // queued on the legacy default stream, e.g. a kernel that filled an input.
+  cudaStream_t stream[3] = {nullptr, nullptr, nullptr};
+  // Events without timing, for ordering streams: [0] for stream_wait, the rest for callers.
+  cudaEvent_t event[12] = {};
+  cublasLtHandle_t lt = nullptr;
+  DeviceArena arena;
+  PinnedBuffer pinned[2];
+  PinnedBuffer pinned_small;  // flags and other small round trips
+};
+
+/// A Resources leased from the pool of the current device for one call.
+class Lease {
+ public:
+  /// The caller has already made `device` current (DeviceGuard).
+  explicit Lease(int device);
+  ~Lease();
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  Resources& operator*() const noexcept { return *r_; }
+  Resources* operator->() const noexcept { return r_; }
+
+ private:
+  Resources* r_;
+};
+
+/// Bytes of device scratch this call may use: Context::gpu_memory_budget, or 80% of the
+/// memory free now plus what the leased arena already holds.
+size_t working_budget(const Context& ctx, const Resources& r);
+
+/// Carves aligned pieces out of the leased arena, in order.
+class Carver {
+ public:
+  static constexpr size_t alignment = 256;
+  static size_t round(size_t bytes) { return (bytes + alignment - 1) / alignment * alignment; }
+  explicit Carver(DeviceArena& a) : base_(static_cast<char*>(a.data())), capacity_(a.capacity()) {}
+  template <class T>
+  T* take(size_t count) {
+    const size_t bytes = round(count * sizeof(T));
+    if (used_ + bytes > capacity_) overflow();
+    T* p = reinterpret_cast<T*>(base_ + used_);
+    used_ += bytes;
+    return p;
+  }
+
+ private:
+  [[noreturn]] static void overflow();
+  char* base_;
+  size_t capacity_;
+  size_t used_ = 0;
+};
+
+/// Records an event on `from` and makes `to` wait for it (no host synchronisation).
+void stream_wait(Resources& r, cudaStream_t to, cudaStream_t from);
+
+}  // namespace simkit::detail::cuda

@@ -1,0 +1,30 @@
+#pragma once
+// Per-row preparation of a block of rows (queries or base) before the matrix product.
+//
+//   sq_norms          norms[i] = sum_j x_ij^2                        (l2, sqeuclidean)
+//   inv_norms         norms[i] = 1 / |x_i|, 0 for a zero row          (cosine, k-NN)
+//   normalize         out_i = x_i / |x_i|, a zero row stays zero      (cosine)
+//   centre_normalize  out_i = (x_i - mean_i) / |x_i - mean_i|, a constant row becomes zero
+//                     (pearson: the cosine of the centred rows)
+//
+// Sums run in double so that the mean and norm of a row carry no rounding worth mentioning;
+// rows are written back in float. `out` may equal `in` (each row is read whole before any
+// element of it is written, by the same warp).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace simkit::detail::cuda {
+
+enum class RowOp { sq_norms, inv_norms, normalize, centre_normalize };
+
+/// rows x d, row stride ld_in / ld_out. `norms` (rows floats) is written for the norm ops and
+/// optional (may be null) for the others; `out` is unused for the norm ops.
+void row_prep(RowOp op, const float* in, int64_t ld_in, float* out, int64_t ld_out, float* norms, int64_t rows,
+              int64_t d, cudaStream_t stream);
+
+/// Fills count keys with +inf and ids with INT64_MAX: an empty running top-k.
+void fill_empty(float* keys, int64_t* ids, int64_t count, cudaStream_t stream);
+
+}  // namespace simkit::detail::cuda

@@ -1,0 +1,34 @@
+#pragma once
+// Host entry points of the k-NN device kernels: tile selection (select_k.cuh), exact re-scoring
+// of candidates and the final per-query sort (knn_finalize.cu).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "select_k.cuh"
+
+namespace simkit::detail::cuda {
+
+/// Largest running-list capacity the device selection supports; a larger kc takes the host
+/// fallback (knn_fallback.cpp).
+constexpr int64_t kMaxListCapacity = 2048;
+
+/// The list capacity used for kc candidates: the power of two >= max(kc, 32).
+int select_capacity(int64_t kc);
+
+/// Merges one tile into the running lists (capacity C = select_capacity(kc)).
+void select_tile(int capacity, KeyMode mode, const SelectArgs& args, cudaStream_t stream);
+
+/// out[r * out_stride + c] = |Q_r - X_id|^2 (or its square root), summed in double, for the
+/// ids[r * ids_stride + c], c < kc, r < rows. An id of INT64_MAX (empty slot) gives +inf.
+void rescore_sq(const float* Q, int64_t ldq, const float* X, int64_t ldx, int64_t d, const int64_t* ids,
+                int64_t ids_stride, float* out, int64_t out_stride, int64_t rows, int64_t kc, bool take_sqrt,
+                cudaStream_t stream);
+
+/// Sorts each row's first kc (key, id) pairs by (key, id) and writes the best k as
+/// values = sign * key and ids, row-major with stride k. kc <= kMaxListCapacity.
+void sort_output(const float* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k,
+                 float sign, float* out_values, int64_t* out_ids, cudaStream_t stream);
+
+}  // namespace simkit::detail::cuda

@@ -1,0 +1,41 @@
+#pragma once
+// One metric tile: the values metric(q_i, x_j) for a block of query rows against a block of
+// base rows, written to device memory. Shared by pairwise and the k-NN host fallback.
+//
+//   dot          product
+//   cosine       product of the normalised rows (zero rows stay zero, so their cosines are 0)
+//   pearson      product of the centred, normalised rows (constant rows become zero)
+//   l2, sqeucl.  -2 x product, then the epilogue adds the squared norms, clamps at 0 and
+//                recomputes directly where cancellation would eat the digits (epilogue.hpp)
+//   l1           the tiled l1 kernel (l1_tile.cuh)
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include <simkit/metric.hpp>
+
+#include "resources.hpp"
+
+namespace simkit::detail::cuda {
+
+struct Operand {
+  const float* raw = nullptr;       // rows x d, stride d, device
+  const float* prep = nullptr;      // what the product reads (raw, or the prepared copy)
+  const float* sq_norms = nullptr;  // l2 / sqeuclidean
+};
+
+/// Floats of device scratch prepare_operand needs for `rows` rows. When `raw_writable`, the
+/// raw rows are our own staging copy and cosine / pearson prepare them in place.
+size_t operand_scratch_floats(Metric metric, int64_t rows, int64_t d, bool raw_writable);
+
+/// Prepares rows x d raw device rows for metric_tile; `scratch` has operand_scratch_floats.
+Operand prepare_operand(Metric metric, const float* raw, bool raw_writable, int64_t rows, int64_t d, float* scratch,
+                        cudaStream_t stream);
+
+/// out[i * ldo + j] = metric(q_i, x_j), i < m, j < n.
+void metric_tile(Resources& r, cudaStream_t stream, Metric metric, const Operand& q, int64_t m, const Operand& x,
+                 int64_t n, int64_t d, float* out, int64_t ldo, void* workspace, size_t workspace_bytes);
+
+}  // namespace simkit::detail::cuda
