@@ -13,7 +13,7 @@ what=${1:-all}
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=/tmp/simkit-build
+build=${SIMKIT_DEVICE_BUILD:-$root/build-device}  # inside the checkout: kept between device calls
 deps=$root/.deps/root/usr
 log() { echo "[device-check] $*" | tee -a "$OUT/summary.txt"; }
 

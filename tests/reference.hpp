@@ -95,6 +95,33 @@ inline Matrix<float> random_matrix(int64_t rows, int64_t cols, uint64_t seed,
   return m;
 }
 
+/// Rows scaled to unit Euclidean norm (zero rows left alone): unit-scale data for dot.
+inline void normalize_rows(Matrix<float>& m) {
+  for (int64_t i = 0; i < m.rows(); ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < m.cols(); ++j) s += double(m(i, j)) * m(i, j);
+    if (s == 0) continue;
+    const double inv = 1.0 / std::sqrt(s);
+    for (int64_t j = 0; j < m.cols(); ++j) m(i, j) = static_cast<float>(m(i, j) * inv);
+  }
+}
+
+/// Whole numbers in [0, levels): products and sums stay exact in float32 for small d, so
+/// distances tie exactly wherever they tie mathematically (the digits data behave so).
+inline Matrix<float> integer_matrix(int64_t rows, int64_t cols, int levels, uint64_t seed) {
+  Matrix<float> m(rows, cols);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> u(0, levels - 1);
+  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(u(rng));
+  return m;
+}
+
+/// The accuracy promised against the float64 reference: 1e-5 absolute for the similarities
+/// (on unit-scale data), 1e-5 relative for the distances.
+inline double tolerance(Metric m, double reference) {
+  return larger_is_better(m) ? 1e-5 : 1e-5 * std::abs(reference);
+}
+
 /// A seed that differs per run unless SIMKIT_TEST_SEED is set (printed by the tests on
 /// failure so a failing case can be replayed).
 inline uint64_t test_seed() {

@@ -1,2 +1,88 @@
-// Placeholder until the CLI lands.
-int main() { return 0; }
+// `simkit`: the command line over the library. Each subcommand lives in its own file and
+// registers itself here; this file owns only the error contract every command shares:
+//   - bad input (a simkit::Error of kind invalid_argument or io, or a command-line error):
+//     one line "simkit: error: ..." on stderr, exit status 2;
+//   - any other failure (device, out of memory, unsupported): the same line, exit status 1.
+
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <simkit/error.hpp>
+
+#include "cli_support.hpp"
+#include "commands.hpp"
+
+namespace {
+
+// CLI11's own errors become the same single line as simkit's, with a pointer to the --help of
+// the subcommand that was being parsed.
+std::string parse_failure(const CLI::App* app, const CLI::Error& e) {
+  std::string where = app->get_name();
+  for (const CLI::App* sub = app; !sub->get_subcommands().empty();) {
+    sub = sub->get_subcommands().back();
+    where += " " + sub->get_name();
+  }
+  return "simkit: error: " + std::string(e.what()) + " (see '" + where + " --help')\n";
+}
+
+void add_bench_examples(CLI::App& app) {
+  // bench.cpp builds the `bench` tree; the examples are part of the shared --help contract.
+  CLI::App* bench = app.get_subcommand("bench");
+  bench->footer("Examples:\n  simkit bench pairwise --device gpu --csv pairwise.csv\n  simkit bench knn --device cpu --quick");
+  bench->get_subcommand("pairwise")
+      ->footer("Example:\n  simkit bench pairwise --device gpu --repeat 20 --csv pairwise.csv");
+  bench->get_subcommand("knn")->footer("Example:\n  simkit bench knn --device gpu --cases 128 --csv knn.csv");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app(
+      "simkit: similarity matrices and exact k-nearest-neighbour search between point sets, on the CPU "
+      "(OpenBLAS + OpenMP) and on NVIDIA GPUs (CUDA).",
+      "simkit");
+  app.require_subcommand(1);
+  app.failure_message(parse_failure);
+  app.footer(
+      "Point sets are float32 rows in .npy, .fvecs, .bvecs or .ivecs files (format by extension).\n"
+      "Metrics: l2, sqeuclidean, l1 (distances: smallest first), dot, cosine, pearson (similarities: largest\n"
+      "first). Bad input exits with status 2 and one line on stderr; outputs are never left half written.\n"
+      "\n"
+      "Start here:\n"
+      "  simkit demo                      k-NN on a generated clustered set, checked against float64\n"
+      "  simkit info                      build configuration and visible GPUs\n"
+      "  simkit gen --rows 100000 --dim 128 --distribution clustered --out base.fvecs\n"
+      "  simkit knn --base base.fvecs --queries q.fvecs -k 10 --metric cosine --ids ids.ivecs\n"
+      "Each command's --help shows its options and an example.");
+
+  simkit::cli::add_info_command(app);
+  simkit::cli::add_gen_command(app);
+  simkit::cli::add_pairwise_command(app);
+  simkit::cli::add_knn_command(app);
+  simkit::cli::add_demo_command(app);
+  simkit::cli::add_bench_command(app);
+  add_bench_examples(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == static_cast<int>(CLI::ExitCodes::Success) ? 0 : 2;
+  } catch (const simkit::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "simkit: error: %s\n", e.what());
+    return simkit::cli::exit_status(e.code());
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "simkit: error: out of host memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "simkit: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -34,9 +35,57 @@ struct Key {
   }
 };
 
+bool autotune_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SIMKIT_GEMM_AUTOTUNE");
+    return v != nullptr && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Descriptors of one product shape. Built once per cached shape and then only read, which
+// cublasLtMatmul allows from several threads at once.
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  explicit Descriptors(const Key& k) {
+    try {
+      check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+      const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+      check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+                   "cublasLtMatmulDescSetAttribute");
+      check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+                   "cublasLtMatmulDescSetAttribute");
+      // A = X stored column-major K x M (X's rows are its columns), used transposed.
+      check_cublas(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, uint64_t(k.K), uint64_t(k.M), k.lda),
+                   "cublasLtMatrixLayoutCreate");
+      check_cublas(cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, uint64_t(k.K), uint64_t(k.N), k.ldb),
+                   "cublasLtMatrixLayoutCreate");
+      check_cublas(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, uint64_t(k.M), uint64_t(k.N), k.ldc),
+                   "cublasLtMatrixLayoutCreate");
+    } catch (...) {
+      destroy();  // a constructor that throws gets no destructor call
+      throw;
+    }
+  }
+  ~Descriptors() { destroy(); }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+ private:
+  void destroy() noexcept {
+    if (c) (void)cublasLtMatrixLayoutDestroy(c);
+    if (b) (void)cublasLtMatrixLayoutDestroy(b);
+    if (a) (void)cublasLtMatrixLayoutDestroy(a);
+    if (op) (void)cublasLtMatmulDescDestroy(op);
+    a = b = c = nullptr;
+    op = nullptr;
+  }
+};
+
 struct Choice {
   cublasLtMatmulAlgo_t algo;
-  size_t workspace;
+  std::shared_ptr<const Descriptors> desc;
 };
 
 struct Cache {
@@ -49,50 +98,19 @@ Cache& cache() {
   return *c;
 }
 
-bool autotune_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SIMKIT_GEMM_AUTOTUNE");
-    return v != nullptr && std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
-
-// Descriptors of one product; cheap host objects, rebuilt per call.
-struct Descriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  Descriptors(const Key& k) {
-    check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
-                 "cublasLtMatmulDescSetAttribute");
-    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
-                 "cublasLtMatmulDescSetAttribute");
-    // A = X stored column-major K x M (X's rows are its columns), used transposed.
-    check_cublas(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, uint64_t(k.K), uint64_t(k.M), k.lda),
-                 "cublasLtMatrixLayoutCreate");
-    check_cublas(cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, uint64_t(k.K), uint64_t(k.N), k.ldb),
-                 "cublasLtMatrixLayoutCreate");
-    check_cublas(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, uint64_t(k.M), uint64_t(k.N), k.ldc),
-                 "cublasLtMatrixLayoutCreate");
-  }
-  ~Descriptors() {
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
-  Descriptors(const Descriptors&) = delete;
-  Descriptors& operator=(const Descriptors&) = delete;
-};
-
 // Times each candidate twice after a warm-up run, on the caller's buffers (the output is
 // overwritten by the real product right after). Returns the index of the fastest.
 int fastest(Resources& r, cudaStream_t s, const Descriptors& desc, const cublasLtMatmulHeuristicResult_t* cand,
             int count, const float* A, const float* B, float* C, void* ws, size_t ws_bytes) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  struct TimingEvent {
+    cudaEvent_t e = nullptr;
+    TimingEvent() { check_cuda(cudaEventCreate(&e), "cudaEventCreate"); }
+    ~TimingEvent() { (void)cudaEventDestroy(e); }
+    TimingEvent(const TimingEvent&) = delete;
+    TimingEvent& operator=(const TimingEvent&) = delete;
+  };
+  const TimingEvent start_event, stop_event;
+  cudaEvent_t start = start_event.e, stop = stop_event.e;
   const float alpha = 1.f, beta = 0.f;
   int best = 0;
   float best_ms = 1e30f;
@@ -114,8 +132,6 @@ int fastest(Resources& r, cudaStream_t s, const Descriptors& desc, const cublasL
     }
     if (ok && total < best_ms) best_ms = total, best = i;
   }
-  (void)cudaEventDestroy(start);
-  (void)cudaEventDestroy(stop);
   (void)cudaGetLastError();
   return best;
 }
@@ -134,7 +150,6 @@ void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d
   if (workspace == nullptr) workspace_bytes = 0;
   const Key key{r.device,         n, m, d, ldx, ldq, ldo, alignment_of(X), alignment_of(Q), alignment_of(out),
                 workspace_bytes};
-  Descriptors desc(key);
   Choice choice{};
   bool found = false;
   {
@@ -143,31 +158,34 @@ void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d
     if (it != cache().chosen.end()) choice = it->second, found = true;
   }
   if (!found) {
+    auto desc = std::make_shared<const Descriptors>(key);
     cublasLtMatmulPreference_t pref = nullptr;
     check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    const uint64_t ws = workspace_bytes;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key.align_a,
-                                         sizeof key.align_a);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &key.align_b,
-                                         sizeof key.align_b);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align_c,
-                                         sizeof key.align_c);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key.align_c,
-                                         sizeof key.align_c);
     constexpr int max_candidates = 8;
     cublasLtMatmulHeuristicResult_t cand[max_candidates] = {};
     int count = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(r.lt, desc.op, desc.a, desc.b, desc.c, desc.c, pref,
-                                                             autotune_enabled() ? max_candidates : 1, cand, &count);
-    cublasLtMatmulPreferenceDestroy(pref);
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    const uint64_t ws = workspace_bytes;
+    auto set = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* v, size_t bytes) {
+      if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, v, bytes);
+    };
+    set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key.align_a, sizeof key.align_a);
+    set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &key.align_b, sizeof key.align_b);
+    set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align_c, sizeof key.align_c);
+    set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key.align_c, sizeof key.align_c);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(r.lt, desc->op, desc->a, desc->b, desc->c, desc->c, pref,
+                                          autotune_enabled() ? max_candidates : 1, cand, &count);
+    (void)cublasLtMatmulPreferenceDestroy(pref);
     check_cublas(st, "cublasLtMatmulAlgoGetHeuristic");
     if (count == 0) throw Error(ErrorCode::device, "cublasLtMatmulAlgoGetHeuristic: no algorithm for this shape");
-    const int pick = count > 1 ? fastest(r, stream, desc, cand, count, X, Q, out, workspace, workspace_bytes) : 0;
-    choice = Choice{cand[pick].algo, cand[pick].workspaceSize};
+    const int pick = count > 1 ? fastest(r, stream, *desc, cand, count, X, Q, out, workspace, workspace_bytes) : 0;
+    choice = Choice{cand[pick].algo, std::move(desc)};
     std::lock_guard<std::mutex> lock(cache().mutex);
     cache().chosen.emplace(key, choice);
   }
+  const Descriptors& desc = *choice.desc;
   const float beta = 0.f;
   check_cublas(cublasLtMatmul(r.lt, desc.op, &alpha, X, desc.a, Q, desc.b, &beta, out, desc.c, out, desc.c,
                               &choice.algo, workspace, workspace_bytes, stream),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 
 namespace simkit::detail::cuda {
@@ -25,7 +26,7 @@ void host_rescore_sort(const float* Q, const float* X, int64_t d, const int64_t*
                        int64_t kc, int64_t k, bool take_sqrt, float* out_values, int64_t* out_ids) {
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t r = 0; r < rows; ++r) {
-    std::vector<Pair> v(size_t(kc));
+    std::vector<Pair> v(static_cast<size_t>(kc));
     const float* q = Q + r * d;
     for (int64_t c = 0; c < kc; ++c) {
       const int64_t id = ids[r * ids_stride + c];
@@ -49,7 +50,7 @@ void host_sort_pairs(const float* values, const int64_t* ids, int64_t rows, int6
                      int64_t* out_ids) {
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t r = 0; r < rows; ++r) {
-    std::vector<Pair> v(size_t(kc));
+    std::vector<Pair> v(static_cast<size_t>(kc));
     for (int64_t c = 0; c < kc; ++c) v[size_t(c)] = {values[r * kc + c], ids[r * kc + c]};
     write_best(v, k, out_values + r * k, out_ids + r * k);
   }

@@ -2,6 +2,7 @@
 // Host-side pieces of k-NN on the GPU: exact re-scoring when the base lives in host memory,
 // and the selection of the k > 1024 fallback (knn_fallback.cpp). OpenMP over queries.
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -27,7 +28,7 @@ class HostTopK {
   void add_tile(const float* tile, int64_t ld, int64_t cols, int64_t id0);
   /// Sorts each row's survivors best first (call once, after the last tile).
   void finish();
-  const std::vector<std::pair<float, int64_t>>& row(int64_t r) const { return best_[size_t(r)]; }
+  const std::vector<std::pair<float, int64_t>>& row(int64_t r) const { return best_[std::size_t(r)]; }
 
  private:
   int64_t keep_;

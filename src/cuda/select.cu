@@ -6,6 +6,7 @@
 #include <simkit/error.hpp>
 
 #include "check.hpp"
+#include "select_k.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -6,13 +6,28 @@
 
 #include <cstdint>
 
-#include "select_k.cuh"
-
 namespace simkit::detail::cuda {
 
 /// Largest running-list capacity the device selection supports; a larger kc takes the host
 /// fallback (knn_fallback.cpp).
 constexpr int64_t kMaxListCapacity = 2048;
+
+/// How the selection turns a tile score into a key (smaller is better): as is, plus the
+/// column's aux value (|x|^2 for l2), or times it (1 / |x| for cosine).
+enum class KeyMode { plain, add_aux, mul_aux };
+
+/// One tile for the selection kernel (select_k.cuh).
+struct SelectArgs {
+  const float* tile;
+  int64_t ldt;  // multiple of 4, so every row is 16-byte aligned
+  int rows;
+  int cols;
+  const float* aux;  // per column, 16-byte aligned at column 0; unused for KeyMode::plain
+  int64_t id0;
+  float* state_keys;
+  int64_t* state_ids;
+  int kc;  // the threshold is the kc-th entry of the list (kc <= C)
+};
 
 /// The list capacity used for kc candidates: the power of two >= max(kc, 32).
 int select_capacity(int64_t kc);

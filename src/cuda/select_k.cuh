@@ -25,22 +25,9 @@
 #include <cstdint>
 
 #include "bitonic.cuh"
+#include "select.hpp"
 
 namespace simkit::detail::cuda {
-
-enum class KeyMode { plain, add_aux, mul_aux };
-
-struct SelectArgs {
-  const float* tile;
-  int64_t ldt;  // multiple of 4, so every row is 16-byte aligned
-  int rows;
-  int cols;
-  const float* aux;  // per column, 16-byte aligned at column 0; unused for KeyMode::plain
-  int64_t id0;
-  float* state_keys;
-  int64_t* state_ids;
-  int kc;  // the threshold is the kc-th entry of the list (kc <= C)
-};
 
 template <int C>
 struct SelectShape {

@@ -1,0 +1,147 @@
+// `simkit knn --base X --queries Q -k K --metric M --ids I [--distances D] [--truth GT]`: exact
+// k-nearest neighbours, best first, ties to the lower id. Every input (including the truth file)
+// is read and checked before the search, and the outputs are written all-or-nothing, so a bad
+// input or a failed write never leaves one output without the other.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <simkit/error.hpp>
+#include <simkit/io.hpp>
+#include <simkit/knn.hpp>
+#include <simkit/metric.hpp>
+
+#include "cli_support.hpp"
+#include "commands.hpp"
+
+namespace simkit::cli {
+
+namespace {
+
+struct KnnOptions {
+  std::string base, queries, metric, ids, distances, truth;
+  int64_t k = 0;
+  RunOptions run;
+};
+
+[[noreturn]] void bad(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
+
+// The truth file is read up front: a wrong one must fail before the search, not after it.
+Matrix<int64_t> read_truth(const std::string& path, int64_t m, int64_t k) {
+  Matrix<int64_t> t;
+  try {
+    t = read_ids(path);
+  } catch (const Error& e) {
+    throw Error(e.code(), "--truth: " + std::string(e.what()));
+  }
+  if (t.rows() != m)
+    bad("--truth: '" + path + "' has " + std::to_string(t.rows()) + " rows but there are " + std::to_string(m) +
+        " queries");
+  if (t.cols() < k)
+    bad("--truth: '" + path + "' has " + std::to_string(t.cols()) + " neighbours per query, fewer than k = " +
+        std::to_string(k));
+  return t;
+}
+
+// Hits = how many of each query's first k truth ids are among its k found ids, summed. Ids are
+// distinct within a row, so counting members of the found set is exact.
+int64_t count_hits(const Matrix<int64_t>& found, const Matrix<int64_t>& truth, int64_t k) {
+  int64_t hits = 0;
+  std::vector<int64_t> row(static_cast<size_t>(k));
+  for (int64_t i = 0; i < found.rows(); ++i) {
+    std::copy(&found(i, 0), &found(i, 0) + k, row.begin());
+    std::sort(row.begin(), row.end());
+    for (int64_t j = 0; j < k; ++j) hits += std::binary_search(row.begin(), row.end(), truth(i, j)) ? 1 : 0;
+  }
+  return hits;
+}
+
+void run_knn(const KnnOptions& o) {
+  // Everything that needs no file first.
+  const Metric metric = parse_metric(o.metric);
+  if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
+  ProgressBar bar("knn");
+  Context ctx = make_context(o.run, bar.callback());
+  check_output_path(o.ids, "--ids", {".npy", ".ivecs"});
+  if (!o.distances.empty()) check_output_path(o.distances, "--distances", {".npy", ".fvecs"});
+  check_distinct_outputs({{"--ids", o.ids}, {"--distances", o.distances}});
+
+  auto t0 = std::chrono::steady_clock::now();
+  const Matrix<float> X = read_points(o.base, "--base");
+  const Matrix<float> Q = read_points(o.queries, "--queries");
+  if (Q.cols() != X.cols())
+    bad("dimension mismatch: --queries '" + o.queries + "' has d = " + std::to_string(Q.cols()) + ", --base '" +
+        o.base + "' has d = " + std::to_string(X.cols()));
+  if (o.k > X.rows())
+    bad("-k " + std::to_string(o.k) + " exceeds the " + std::to_string(X.rows()) + " vectors in --base '" + o.base +
+        "'");
+  if (extension_of(o.ids) == ".ivecs" && X.rows() - 1 > std::numeric_limits<int32_t>::max())
+    bad("--ids: .ivecs holds int32 ids but --base has " + with_commas(X.rows()) + " rows; use .npy (int64)");
+  std::optional<Matrix<int64_t>> truth;
+  if (!o.truth.empty()) truth = read_truth(o.truth, Q.rows(), o.k);
+  const double read_s = seconds_since(t0);
+  const std::string where = describe_device(ctx);
+
+  t0 = std::chrono::steady_clock::now();
+  KnnResult r = knn(ctx, Q.view(), X.view(), o.k, metric);
+  const double search_s = seconds_since(t0);
+  bar.finish();
+
+  t0 = std::chrono::steady_clock::now();
+  {
+    OutputSet outputs;
+    write_ids(outputs.stage(o.ids), r.ids.view());
+    if (!o.distances.empty()) write_matrix(outputs.stage(o.distances), r.values.view());
+    outputs.commit();
+  }
+  const double write_s = seconds_since(t0);
+
+  if (truth) {
+    const int64_t hits = count_hits(r.ids, *truth, o.k);
+    const int64_t total = Q.rows() * o.k;
+    // Truncated, not rounded, so that 1.000 is printed only when every neighbour was found.
+    const int64_t milli = hits * 1000 / total;
+    std::printf("recall@%lld = %lld.%03lld (%s of %s truth neighbours found)\n", (long long)o.k,
+                (long long)(milli / 1000), (long long)(milli % 1000), with_commas(hits).c_str(),
+                with_commas(total).c_str());
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "simkit knn: %s queries x %s base, d = %lld, k = %lld, %s on %s: %s (read %s, write %s)\n",
+               with_commas(Q.rows()).c_str(), with_commas(X.rows()).c_str(), (long long)X.cols(), (long long)o.k,
+               to_string(metric), where.c_str(), format_duration(search_s).c_str(), format_duration(read_s).c_str(),
+               format_duration(write_s).c_str());
+}
+
+}  // namespace
+
+void add_knn_command(CLI::App& app) {
+  auto o = std::make_shared<KnnOptions>();
+  auto* sub = app.add_subcommand(
+      "knn", "Exact k-nearest neighbours of every query among the base rows: best first, ties to the lower id");
+  sub->add_option("--base", o->base, "base set X (n x d): .npy, .fvecs, .bvecs or .ivecs")->required();
+  sub->add_option("--queries", o->queries, "query set Q (m x d), same formats")->required();
+  sub->add_option("-k,--k", o->k, "neighbours per query, 1 <= k <= n")->required();
+  sub->add_option("--metric", o->metric,
+                  "l2, sqeuclidean, l1 (smallest first) or dot, cosine, pearson (largest first)")
+      ->required();
+  sub->add_option("--ids", o->ids, "output ids, m x k: .npy (int64) or .ivecs (int32)")->required();
+  sub->add_option("--distances", o->distances, "also write the metric values, m x k float32: .npy or .fvecs");
+  sub->add_option("--truth", o->truth,
+                  "ground-truth ids (.ivecs or integer .npy, >= k per query): prints recall@k on stdout");
+  add_run_options(sub, o->run);
+  sub->footer(
+      "Example:\n"
+      "  simkit knn --base digits_base.fvecs --queries digits_query.fvecs -k 100 --metric sqeuclidean \\\n"
+      "             --truth digits_groundtruth_sqeuclidean.ivecs --ids ids.ivecs --distances dist.npy\n"
+      "recall@k = the fraction of each query's first k truth ids found among its k ids, averaged.");
+  sub->callback([o] { run_knn(*o); });
+}
+
+}  // namespace simkit::cli

@@ -1,0 +1,192 @@
+// CPU exact k-NN: the m x n metric is never stored. A task takes one query tile and a run of
+// base tiles (a "stripe"), computes each kQueryTile x kBaseTile block with the BlockEngine while
+// it sits in cache and feeds every block row to its query's TopK. With many queries one stripe
+// covers the whole base and each task writes its queries' answers directly; with few queries
+// (a single query over a million rows) the base is cut into several stripes so that every
+// thread has work, and the per-stripe selections are merged per query at the end.
+//
+// l2 and sqeuclidean select on the float32 squared distance from the expanded form. Its
+// rounding (~1e-7 relative, more where cancellation is only partly caught) can swap
+// neighbours whose distances differ by less than that, and on integer data many distances tie
+// exactly; both must come out as in a float64 computation with ties to the lower id. So the
+// selection keeps k_c = k + max(16, k / 8) candidates, re-scores each one directly in float64
+// (exact_sqdist) and ranks them by (exact distance, id). Similarities and l1 are ranked by the
+// block values themselves.
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "cpu/block.hpp"
+#include "cpu/exact.hpp"
+#include "cpu/parallel.hpp"
+#include "cpu/select.hpp"
+
+namespace simkit::detail::cpu {
+
+namespace {
+
+/// How many stripes the base is cut into: one when the query tiles alone give every thread a
+/// few tasks (dynamic scheduling then balances the load), more when they do not.
+int64_t stripe_count(int threads, int64_t q_tiles, int64_t x_tiles) {
+  const int64_t want = 4 * static_cast<int64_t>(threads);
+  if (threads <= 1 || q_tiles >= want) return 1;
+  return std::min(x_tiles, (want + q_tiles - 1) / q_tiles);
+}
+
+/// Per-thread scratch, reused from task to task.
+struct Scratch {
+  BlockEngine::Workspace ws;
+  std::vector<float> block;
+  std::vector<TopK> lists;
+  std::vector<Candidate> merged;
+  std::vector<std::pair<double, int64_t>> exact;
+};
+
+/// A stripe's selections for the queries of one tile: query i's pairs are
+/// pairs[start[i] .. start[i + 1]).
+struct Partial {
+  std::vector<Candidate> pairs;
+  std::vector<int64_t> start;
+};
+
+/// Turns one query's candidates into its k output values and ids, best first.
+class Finisher {
+ public:
+  Finisher(MatrixView<const float> Q, MatrixView<const float> X, int64_t k, int64_t kc, Metric metric,
+           MatrixView<float> values, MatrixView<int64_t> ids)
+      : Q_(Q), X_(X), k_(k), kc_(kc), metric_(metric), values_(values), ids_(ids) {}
+
+  bool rescores() const noexcept { return metric_ == Metric::l2 || metric_ == Metric::sqeuclidean; }
+
+  void write(int64_t query, std::vector<Candidate>& cands, Scratch& sc) const {
+    float* vals = values_.row(query);
+    int64_t* out_ids = ids_.row(query);
+    if (!rescores()) {
+      select_sorted(cands, k_);
+      const bool negated = larger_is_better(metric_);
+      for (int64_t p = 0; p < k_; ++p) {
+        const Candidate& c = cands[static_cast<size_t>(p)];
+        vals[p] = negated ? -c.key : c.key;
+        out_ids[p] = c.id;
+      }
+      return;
+    }
+    // Only the best kc by the float key are worth the exact re-score.
+    if (static_cast<int64_t>(cands.size()) > kc_) {
+      std::nth_element(cands.begin(), cands.begin() + (kc_ - 1), cands.end(), ranks_before);
+      cands.resize(static_cast<size_t>(kc_));
+    }
+    auto& exact = sc.exact;
+    exact.clear();
+    const float* q = Q_.row(query);
+    for (const Candidate& c : cands) exact.emplace_back(exact_sqdist(q, X_.row(c.id), Q_.cols), c.id);
+    std::partial_sort(exact.begin(), exact.begin() + k_, exact.end());
+    const bool root = metric_ == Metric::l2;
+    for (int64_t p = 0; p < k_; ++p) {
+      const auto& [dist, id] = exact[static_cast<size_t>(p)];
+      vals[p] = static_cast<float>(root ? std::sqrt(dist) : dist);
+      out_ids[p] = id;
+    }
+  }
+
+ private:
+  static void select_sorted(std::vector<Candidate>& cands, int64_t k) {
+    if (static_cast<int64_t>(cands.size()) > k) {
+      std::nth_element(cands.begin(), cands.begin() + (k - 1), cands.end(), ranks_before);
+      cands.resize(static_cast<size_t>(k));
+    }
+    std::sort(cands.begin(), cands.end(), ranks_before);
+  }
+
+  MatrixView<const float> Q_, X_;
+  int64_t k_, kc_;
+  Metric metric_;
+  MatrixView<float> values_;
+  MatrixView<int64_t> ids_;
+};
+
+}  // namespace
+
+void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
+         MatrixView<float> values, MatrixView<int64_t> ids) {
+  translate_bad_alloc("knn", [&] {
+    const int threads = cpu_threads(ctx);
+    const BlasSerialScope serial_blas;
+    const BlockEngine engine(metric, Q, X, threads);
+    const int64_t m = Q.rows, n = X.rows;
+    const bool rescore = metric == Metric::l2 || metric == Metric::sqeuclidean;
+    const int64_t kc = rescore ? std::min(n, k + std::max<int64_t>(16, k / 8)) : k;
+    const Finisher finisher(Q, X, k, kc, metric, values, ids);
+    const bool negate = larger_is_better(metric);
+
+    const int64_t q_tiles = (m + kQueryTile - 1) / kQueryTile;
+    const int64_t x_tiles = (n + kBaseTile - 1) / kBaseTile;
+    const int64_t wanted = stripe_count(threads, q_tiles, x_tiles);
+    const int64_t per_stripe = (x_tiles + wanted - 1) / wanted;
+    const int64_t stripes = (x_tiles + per_stripe - 1) / per_stripe;  // none left empty
+    std::vector<Scratch> scratch(static_cast<size_t>(threads));
+    std::vector<Partial> partial(stripes > 1 ? static_cast<size_t>(q_tiles * stripes) : 0);
+
+    const double select_share = stripes > 1 ? 0.95 : 1.0;
+    run_tasks(
+        ctx, threads, q_tiles * stripes,
+        [&](int64_t task, int tid) {
+          Scratch& sc = scratch[static_cast<size_t>(tid)];
+          const int64_t i0 = task / stripes * kQueryTile, tq = std::min(kQueryTile, m - i0);
+          const int64_t t0 = task % stripes * per_stripe, t1 = std::min(x_tiles, t0 + per_stripe);
+          const int64_t offered = std::min(n, t1 * kBaseTile) - t0 * kBaseTile;
+          if (static_cast<int64_t>(sc.lists.size()) < tq) sc.lists.resize(static_cast<size_t>(tq));
+          for (int64_t i = 0; i < tq; ++i) sc.lists[static_cast<size_t>(i)].reset(kc, offered);
+          sc.block.resize(static_cast<size_t>(tq * kBaseTile));
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t j0 = t * kBaseTile, tx = std::min(kBaseTile, n - j0);
+            engine.compute(sc.ws, i0, tq, j0, tx, sc.block.data(), tx, /*squared=*/true);
+            for (int64_t i = 0; i < tq; ++i) {
+              TopK& list = sc.lists[static_cast<size_t>(i)];
+              const float* row = sc.block.data() + i * tx;
+              if (negate)
+                list.offer<true>(row, tx, j0);
+              else
+                list.offer<false>(row, tx, j0);
+            }
+          }
+          if (stripes == 1) {
+            for (int64_t i = 0; i < tq; ++i) finisher.write(i0 + i, sc.lists[static_cast<size_t>(i)].best(), sc);
+            return;
+          }
+          Partial& out = partial[static_cast<size_t>(task)];
+          out.start.assign(1, 0);
+          for (int64_t i = 0; i < tq; ++i) {
+            const std::vector<Candidate>& best = sc.lists[static_cast<size_t>(i)].best();
+            out.pairs.insert(out.pairs.end(), best.begin(), best.end());
+            out.start.push_back(static_cast<int64_t>(out.pairs.size()));
+          }
+        },
+        0.0, select_share);
+
+    if (stripes > 1) {
+      // Merge each query's stripe selections; every stripe kept its best kc, so their union
+      // holds the overall best kc.
+      run_tasks(
+          ctx, threads, m,
+          [&](int64_t query, int tid) {
+            Scratch& sc = scratch[static_cast<size_t>(tid)];
+            const int64_t qt = query / kQueryTile, local = query % kQueryTile;
+            sc.merged.clear();
+            for (int64_t s = 0; s < stripes; ++s) {
+              const Partial& p = partial[static_cast<size_t>(qt * stripes + s)];
+              sc.merged.insert(sc.merged.end(), p.pairs.begin() + p.start[static_cast<size_t>(local)],
+                               p.pairs.begin() + p.start[static_cast<size_t>(local + 1)]);
+            }
+            finisher.write(query, sc.merged, sc);
+          },
+          select_share, 1.0);
+    }
+    if (ctx.progress) ctx.progress(1.0);
+  });
+}
+
+}  // namespace simkit::detail::cpu

@@ -1,0 +1,95 @@
+#pragma once
+// Per-query top-k selection for the CPU k-NN.
+//
+// Every metric is ranked as "smaller key is better": distances use their value as the key,
+// similarities its negation (exact in float, so the value comes back bit for bit). Pairs are
+// ordered by (key, id), which makes ties go to the lower id and the result independent of the
+// order in which base rows are offered -- so it does not depend on how the work was split.
+//
+// Why a threshold-filtered buffer rather than a heap: once k values have been seen, the
+// worst of them is a bound that almost every later value fails (probability ~ k / rows seen),
+// and that test is one vector compare per 8 values. Accepted values are appended to a buffer
+// of capacity about 2k; when it fills, nth_element keeps the best k in O(capacity) and
+// tightens the bound. Each prune discards at least k + 64 entries, so the amortised cost is
+// O(1) per accepted value and O(n + k log k) per query overall, for any k up to n; a heap
+// would pay O(log k) per accepted value and cannot be vectorised.
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "cpu/simd.hpp"
+
+namespace simkit::detail::cpu {
+
+struct Candidate {
+  float key;
+  int64_t id;
+};
+
+inline bool ranks_before(const Candidate& a, const Candidate& b) noexcept {
+  return a.key < b.key || (a.key == b.key && a.id < b.id);
+}
+
+class TopK {
+ public:
+  /// Starts a new selection of the best `keep` pairs out of at most `offers` offered ones.
+  void reset(int64_t keep, int64_t offers);
+
+  /// Offers values[j] with id first_id + j for j < count; with Negate the key is -values[j].
+  template <bool Negate>
+  void offer(const float* values, int64_t count, int64_t first_id);
+
+  /// Offers ready-made pairs (merging partial selections).
+  void offer(const Candidate* pairs, int64_t count) {
+    for (int64_t j = 0; j < count; ++j)
+      if (!(pairs[j].key > bound_key_)) consider(pairs[j].key, pairs[j].id);
+  }
+
+  /// The best min(keep, offered) pairs in no particular order; the selection is spent until
+  /// the next reset, and the caller may reorder the returned buffer.
+  std::vector<Candidate>& best();
+
+ private:
+  void consider(float key, int64_t id);
+  void prune();
+
+  std::vector<Candidate> buf_;
+  int64_t keep_ = 0, capacity_ = 0;
+  bool bounded_ = false;
+  // Nothing ranking at or after (bound_key_, bound_id_) can enter the best keep_.
+  float bound_key_ = std::numeric_limits<float>::infinity();
+  int64_t bound_id_ = std::numeric_limits<int64_t>::max();
+};
+
+namespace select_simd {
+inline bool any(simd::i8 m) {
+  uint64_t w[4];
+  std::memcpy(w, &m, sizeof w);
+  return (w[0] | w[1] | w[2] | w[3]) != 0;
+}
+}  // namespace select_simd
+
+template <bool Negate>
+void TopK::offer(const float* values, int64_t count, int64_t first_id) {
+  int64_t j = 0;
+  for (; j + 8 <= count; j += 8) {
+    simd::f8 v = simd::load8(values + j);
+    if constexpr (Negate) v = -v;
+    const simd::f8 bound = simd::f8{} + bound_key_;
+    // !(v > bound) rather than v <= bound: a NaN passes here and consider() ranks it last.
+    if (select_simd::any(~(v > bound))) {
+      for (int l = 0; l < 8; ++l) {
+        const float key = Negate ? -values[j + l] : values[j + l];
+        if (!(key > bound_key_)) consider(key, first_id + j + l);
+      }
+    }
+  }
+  for (; j < count; ++j) {
+    const float key = Negate ? -values[j] : values[j];
+    if (!(key > bound_key_)) consider(key, first_id + j);
+  }
+}
+
+}  // namespace simkit::detail::cpu
