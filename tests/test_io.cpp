@@ -53,8 +53,10 @@ std::string npy_file(const std::string& dict, const std::string& data, int major
   std::string out = "\x93NUMPY";
   out.push_back(static_cast<char>(major));
   out.push_back('\0');
-  if (major == 1) append(out, static_cast<uint16_t>(header.size()));
-  else append(out, static_cast<uint32_t>(header.size()));
+  if (major == 1)
+    append(out, static_cast<uint16_t>(header.size()));
+  else
+    append(out, static_cast<uint32_t>(header.size()));
   return out + header + data;
 }
 
@@ -107,9 +109,8 @@ class Io : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("simkit_io_" + std::string(info->name()) + "_" + std::to_string(::getpid()) + "_" +
-            std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() / ("simkit_io_" + std::string(info->name()) + "_" + std::to_string(::getpid()) +
+                                        "_" + std::to_string(std::random_device{}()));
     fs::create_directories(dir_);
   }
   void TearDown() override {
@@ -150,7 +151,8 @@ TEST_F(Io, NpyFloatRoundTripAndHeaderLayout) {
     std::memcpy(&len, bytes.data() + 8, 2);
     EXPECT_EQ((10 + len) % 64, 0);
     EXPECT_EQ(bytes[9 + len], '\n');
-    EXPECT_EQ(bytes.substr(10, len).find(npy_dict("<f4", std::string("(") + std::to_string(r) + ", " + std::to_string(c) + ")")),
+    EXPECT_EQ(bytes.substr(10, len).find(
+                  npy_dict("<f4", std::string("(") + std::to_string(r) + ", " + std::to_string(c) + ")")),
               0u);
     EXPECT_EQ(bytes.size(), 10u + len + static_cast<size_t>(r * c) * 4);
     EXPECT_EQ(listing(), std::set<std::string>{"m.npy"});
@@ -243,7 +245,8 @@ TEST_F(Io, NpyFloat64ReadConverted) {
   for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(m.data()[i], static_cast<float>(v[i])) << i;
 
   const std::string huge = put("huge.npy", npy_file(npy_dict("<f8", "(1, 2)"), raw(std::vector<double>{1.0, 1e39})));
-  expect_error([&] { simkit::read_matrix(huge); }, ErrorCode::io, "value 1e+39 at row 0, column 1 is beyond the float32 range");
+  expect_error([&] { simkit::read_matrix(huge); }, ErrorCode::io,
+               "value 1e+39 at row 0, column 1 is beyond the float32 range");
   expect_error([&] { simkit::read_ids(p); }, ErrorCode::io, "ids must be integers");
 }
 
@@ -338,8 +341,7 @@ TEST_F(Io, NpyTruncatedData) {
   expect_error([&] { simkit::read_matrix(p); }, ErrorCode::io, "truncated");
   // Cut inside the header itself.
   const std::string whole = npy_file(npy_dict("<f4", "(3, 4)"), std::string(48, '\0'));
-  expect_error([&] { simkit::read_matrix(put("h.npy", whole.substr(0, 40))); }, ErrorCode::io,
-               "truncated .npy header");
+  expect_error([&] { simkit::read_matrix(put("h.npy", whole.substr(0, 40))); }, ErrorCode::io, "truncated .npy header");
   expect_error([&] { simkit::read_matrix(put("s.npy", whole.substr(0, 7))); }, ErrorCode::io, "not a .npy file");
 }
 
@@ -350,14 +352,13 @@ TEST_F(Io, NpyTrailingBytes) {
 
 TEST_F(Io, NpyLyingShape) {
   const std::string data = raw(std::vector<float>(12, 2.0f));  // really 3 x 4
-  expect_error([&] { simkit::read_matrix(put("a.npy", npy_file(npy_dict("<f4", "(10, 4)"), data))); },
-               ErrorCode::io, "declares shape (10, 4) of float32");
+  expect_error([&] { simkit::read_matrix(put("a.npy", npy_file(npy_dict("<f4", "(10, 4)"), data))); }, ErrorCode::io,
+               "declares shape (10, 4) of float32");
   expect_error([&] { simkit::read_matrix(put("b.npy", npy_file(npy_dict("<f4", "(2, 4)"), data))); }, ErrorCode::io,
                "trailing bytes");
   // Dimensions whose product overflows 64 bits must not wrap into a plausible size.
-  expect_error([&] {
-    simkit::read_matrix(put("c.npy", npy_file(npy_dict("<f4", "(4294967296, 4294967297)"), data)));
-  }, ErrorCode::io, "truncated");
+  expect_error([&] { simkit::read_matrix(put("c.npy", npy_file(npy_dict("<f4", "(4294967296, 4294967297)"), data))); },
+               ErrorCode::io, "truncated");
 }
 
 TEST_F(Io, NpyMalformedHeaders) {
@@ -391,8 +392,8 @@ TEST_F(Io, FvecsTruncatedMidRow) {
 
 TEST_F(Io, VecsInconsistentDimension) {
   // The size is a whole number of 16-byte rows, so only the per-row check can catch row 2.
-  const std::string bytes = vecs_row<float>(3, {1, 2, 3}) + vecs_row<float>(3, {4, 5, 6}) + vecs_row<float>(2, {7, 8}) +
-                            std::string(4, '\0');
+  const std::string bytes =
+      vecs_row<float>(3, {1, 2, 3}) + vecs_row<float>(3, {4, 5, 6}) + vecs_row<float>(2, {7, 8}) + std::string(4, '\0');
   expect_error([&] { simkit::read_matrix(put("x.fvecs", bytes)); }, ErrorCode::io,
                "row 2 declares dimension d = 2 but row 0 declares 3");
   const std::string ib = vecs_row<int32_t>(1, {5}) + vecs_row<int32_t>(7, {6});
@@ -402,8 +403,11 @@ TEST_F(Io, VecsInconsistentDimension) {
 TEST_F(Io, VecsNonPositiveDimension) {
   expect_error([&] { simkit::read_matrix(put("z.fvecs", vecs_row<float>(0, {}) + vecs_row<float>(0, {}))); },
                ErrorCode::io, "d = 0; d must be >= 1");
-  expect_error([&] { simkit::read_matrix(put("n.bvecs", vecs_row<uint8_t>(-4, {1, 2, 3, 4}))); }, ErrorCode::io,
-               "d = -4; d must be >= 1");
+  expect_error(
+      [&] {
+        simkit::read_matrix(put("n.bvecs", vecs_row<uint8_t>(-4, {1, 2, 3, 4})));
+      },
+      ErrorCode::io, "d = -4; d must be >= 1");
 }
 
 TEST_F(Io, VecsEmptyFile) {
@@ -461,8 +465,7 @@ TEST_F(Io, ThrowingWriterLeavesNoFileAndKeepsTheOldOne) {
   EXPECT_TRUE(listing().empty());
 
   put("out.csv", "old contents");
-  EXPECT_THROW(simkit::write_atomically(target, [](const std::string&) { throw Error(ErrorCode::io, "boom"); }),
-               Error);
+  EXPECT_THROW(simkit::write_atomically(target, [](const std::string&) { throw Error(ErrorCode::io, "boom"); }), Error);
   EXPECT_EQ(file_bytes(target), "old contents");
   EXPECT_EQ(listing(), std::set<std::string>{"out.csv"});
 

@@ -21,11 +21,21 @@ namespace {
 // the subcommand that was being parsed.
 std::string parse_failure(const CLI::App* app, const CLI::Error& e) {
   std::string where = app->get_name();
-  for (const CLI::App* sub = app; !sub->get_subcommands().empty();) {
+  const CLI::App* sub = app;
+  while (!sub->get_subcommands().empty()) {
     sub = sub->get_subcommands().back();
     where += " " + sub->get_name();
   }
-  return "simkit: error: " + std::string(e.what()) + " (see '" + where + " --help')\n";
+  std::string what = e.what();
+  // CLI11 checks for a missing subcommand before it reports unexpected words, so a mistyped
+  // command would read "A subcommand is required"; name the word instead.
+  const std::vector<std::string> extra = sub->remaining();
+  if (dynamic_cast<const CLI::RequiredError*>(&e) && !extra.empty() && sub->get_require_subcommand_min() > 0) {
+    std::string names;
+    for (const CLI::App* c : sub->get_subcommands({})) names += (names.empty() ? "" : ", ") + c->get_name();
+    what = "unknown command '" + extra.front() + "' (expected one of: " + names + ")";
+  }
+  return "simkit: error: " + what + " (see '" + where + " --help')\n";
 }
 
 void add_bench_examples(CLI::App& app) {

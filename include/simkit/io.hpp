@@ -1,14 +1,18 @@
 #pragma once
 // Reading and writing point sets and id lists; the format follows the file extension.
 //
-//   .npy    NumPy arrays, 2-D (or 1-D = one column), C order. Read: float32, float64, int32,
-//           int64, uint8 (converted to the requested element type). Write: float32, int64.
+//   .npy    NumPy arrays (format 1.0, 2.0, 3.0), 2-D (or 1-D = one column), C order, little-endian.
+//           Read: float32, float64 and 8/16/32/64-bit signed or unsigned integers (converted to
+//           the requested element type). Write: float32 ('<f4'), int64 ('<i8'), format 1.0.
 //   .fvecs  per row: int32 d, then d float32        (the TEXMEX / FAISS benchmark format)
 //   .ivecs  per row: int32 d, then d int32
 //   .bvecs  per row: int32 d, then d uint8
 //
-// Readers check every header against the file size and refuse a truncated, lying or
-// inconsistent file with Error(io) naming the file and the problem. Writers write to a
+// The extension decides the format (case-insensitive); any other is Error(invalid_argument).
+// Readers check every header against the file size and refuse a missing, truncated, lying or
+// inconsistent file with Error(io) naming the file and the problem; an empty .vecs file is an
+// error ("no vectors"), an .npy of shape (0, d) is read as it is. Writers refuse values the
+// format cannot hold with Error(invalid_argument) before creating anything, then write to a
 // temporary file beside the target and rename it, so an error never leaves a partial file.
 
 #include <cstdint>
@@ -23,7 +27,7 @@ namespace simkit {
 /// integers beyond 2^24 or float64 beyond float range are refused rather than rounded silently).
 Matrix<float> read_matrix(const std::string& path);
 
-/// Reads integer ids from .ivecs or an integer .npy.
+/// Reads integer ids from .ivecs or an integer .npy (a float .npy is refused).
 Matrix<int64_t> read_ids(const std::string& path);
 
 /// Writes float32 to .npy, .fvecs or .bvecs (the last only for integers in 0..255).
@@ -32,8 +36,10 @@ void write_matrix(const std::string& path, MatrixView<const float> m);
 /// Writes ids as int64 .npy or int32 .ivecs (ids beyond int32 are refused for .ivecs).
 void write_ids(const std::string& path, MatrixView<const int64_t> ids);
 
-/// Writes a path atomically: `write` receives a temporary path beside `path`; on success the
-/// temporary is renamed over `path`, on an exception it is removed and the exception rethrown.
+/// Writes a path atomically: `write` receives a temporary path beside `path` (same directory,
+/// a hidden name with the pid, already created empty); on success the temporary is renamed over
+/// `path`, on an exception it is removed and the exception rethrown. A missing or unwritable
+/// directory is Error(io) before `write` runs.
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
 
 }  // namespace simkit

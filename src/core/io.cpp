@@ -28,7 +28,8 @@ enum class Format { npy, fvecs, ivecs, bvecs };
 
 Format format_of(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (ext == ".npy") return Format::npy;
   if (ext == ".fvecs") return Format::fvecs;
   if (ext == ".ivecs") return Format::ivecs;
@@ -67,8 +68,8 @@ void check_host(MatrixView<const T> m, const std::string& path) {
   if (m.where != Memory::host)
     throw Error(ErrorCode::invalid_argument, path + ": cannot write a device matrix; copy it to the host first");
   if (m.rows < 0 || m.cols < 0)
-    throw Error(ErrorCode::invalid_argument, path + ": negative shape " + std::to_string(m.rows) + " x " +
-                                                 std::to_string(m.cols));
+    throw Error(ErrorCode::invalid_argument,
+                path + ": negative shape " + std::to_string(m.rows) + " x " + std::to_string(m.cols));
   if (m.data == nullptr && m.size() > 0)
     throw Error(ErrorCode::invalid_argument, path + ": the matrix has a null data pointer");
 }
@@ -80,8 +81,9 @@ void write_stream(const std::string& path, Body body) {
   write_atomically(path, [&](const std::string& tmp) {
     errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(ErrorCode::io, path + ": cannot open a temporary file for writing: " +
-                                             std::strerror(errno ? errno : EIO));
+    if (!out)
+      throw Error(ErrorCode::io,
+                  path + ": cannot open a temporary file for writing: " + std::strerror(errno ? errno : EIO));
     body(out);
     out.close();
     if (!out) throw Error(ErrorCode::io, path + ": write failed while closing the file");
@@ -143,8 +145,7 @@ void write_atomically(const std::string& path, const std::function<void(const st
   if (!fs::is_directory(dir_status))
     throw Error(ErrorCode::io, path + ": cannot write: directory '" + dir.string() + "' " +
                                    (fs::exists(dir_status) ? "is not a directory" : "does not exist"));
-  if (fs::is_directory(fs::status(target, ec)))
-    throw Error(ErrorCode::io, path + ": cannot write: it is a directory");
+  if (fs::is_directory(fs::status(target, ec))) throw Error(ErrorCode::io, path + ": cannot write: it is a directory");
 
   // The temporary lives in the target's directory so the rename cannot cross file systems. The
   // name is reserved with O_EXCL: pid + counter make clashes unlikely, O_EXCL makes them harmless.
@@ -161,8 +162,8 @@ void write_atomically(const std::string& path, const std::function<void(const st
       break;
     }
     if (errno != EEXIST || attempt >= 100)
-      throw Error(ErrorCode::io, path + ": cannot create a temporary file in '" + dir.string() +
-                                     "': " + std::strerror(errno));
+      throw Error(ErrorCode::io,
+                  path + ": cannot create a temporary file in '" + dir.string() + "': " + std::strerror(errno));
   }
 
   try {

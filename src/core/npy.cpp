@@ -26,7 +26,9 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 constexpr int64_t kExactFloatInt = int64_t{1} << 24;  // every integer of magnitude <= 2^24 is exact in float32
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) { throw Error(ErrorCode::io, path + ": " + msg); }
+[[noreturn]] void fail(const std::string& path, const std::string& msg) {
+  throw Error(ErrorCode::io, path + ": " + msg);
+}
 
 void read_exact(std::istream& in, void* dst, uint64_t bytes, const std::string& path) {
   in.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
@@ -36,10 +38,16 @@ void read_exact(std::istream& in, void* dst, uint64_t bytes, const std::string& 
 
 int64_t item_size(Dtype t) {
   switch (t) {
-    case Dtype::i1: case Dtype::u1: return 1;
-    case Dtype::i2: case Dtype::u2: return 2;
-    case Dtype::f4: case Dtype::i4: case Dtype::u4: return 4;
-    case Dtype::f8: case Dtype::i8: case Dtype::u8: return 8;
+    case Dtype::i1:
+    case Dtype::u1: return 1;
+    case Dtype::i2:
+    case Dtype::u2: return 2;
+    case Dtype::f4:
+    case Dtype::i4:
+    case Dtype::u4: return 4;
+    case Dtype::f8:
+    case Dtype::i8:
+    case Dtype::u8: return 8;
   }
   return 0;
 }
@@ -80,8 +88,8 @@ Dtype parse_descr(const std::string& descr, const std::string& path) {
                      std::string(code) + "')");
     return type;
   }
-  fail(path, "unsupported dtype '" + descr +
-                 "'; simkit reads float32, float64 and 8/16/32/64-bit integers (little-endian)");
+  fail(path,
+       "unsupported dtype '" + descr + "'; simkit reads float32, float64 and 8/16/32/64-bit integers (little-endian)");
 }
 
 // A reader for the one Python literal NumPy writes as the header: a dict of three keys whose values
@@ -106,7 +114,8 @@ class HeaderParser {
         h.descr = string_literal("the 'descr' value");
         have_descr = true;
       } else if (key == "fortran_order") {
-        if (boolean()) fail(path_, "Fortran-order arrays are not supported; save a C-order array (np.ascontiguousarray)");
+        if (boolean())
+          fail(path_, "Fortran-order arrays are not supported; save a C-order array (np.ascontiguousarray)");
         have_order = true;
       } else if (key == "shape") {
         shape = tuple();
@@ -115,8 +124,10 @@ class HeaderParser {
         bad("unexpected key '" + key + "'");
       }
       skip_space();
-      if (peek() == ',') ++pos_;
-      else if (peek() != '}') bad("expected ',' or '}' after the value of '" + key + "'");
+      if (peek() == ',')
+        ++pos_;
+      else if (peek() != '}')
+        bad("expected ',' or '}' after the value of '" + key + "'");
     }
     ++pos_;
     while (pos_ < s_.size() && is_space(s_[pos_])) ++pos_;
@@ -181,8 +192,10 @@ class HeaderParser {
       if (peek() == ')') break;
       dims.push_back(integer());
       skip_space();
-      if (peek() == ',') ++pos_;
-      else if (peek() != ')') bad("expected ',' or ')' in 'shape'");
+      if (peek() == ',')
+        ++pos_;
+      else if (peek() != ')')
+        bad("expected ',' or ')' in 'shape'");
     }
     ++pos_;
     return dims;
@@ -233,8 +246,8 @@ Matrix<Out> allocate(const Header& h, const std::string& path) {
   try {
     return Matrix<Out>(h.rows, h.cols);
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::out_of_memory, path + ": cannot allocate " + std::to_string(h.rows) + " x " +
-                                              std::to_string(h.cols) + " elements");
+    throw Error(ErrorCode::out_of_memory,
+                path + ": cannot allocate " + std::to_string(h.rows) + " x " + std::to_string(h.cols) + " elements");
   }
 }
 
@@ -243,10 +256,13 @@ Matrix<float> ints_to_floats(std::istream& in, const Header& h, const std::strin
   Matrix<float> m = allocate<float>(h, path);
   read_converted<Int>(in, m.data(), m.size(), path, [&](Int v, int64_t i) {
     bool exact;
-    if constexpr (std::is_signed_v<Int>) exact = v >= -kExactFloatInt && v <= kExactFloatInt;
-    else exact = v <= static_cast<uint64_t>(kExactFloatInt);
+    if constexpr (std::is_signed_v<Int>)
+      exact = v >= -kExactFloatInt && v <= kExactFloatInt;
+    else
+      exact = v <= static_cast<uint64_t>(kExactFloatInt);
     if (!exact)
-      fail(path, "integer " + std::to_string(v) + " " + at(i, h.cols) + " is beyond 2^24 and has no exact float32 value");
+      fail(path,
+           "integer " + std::to_string(v) + " " + at(i, h.cols) + " is beyond 2^24 and has no exact float32 value");
     return static_cast<float>(v);
   });
   return m;
@@ -272,8 +288,16 @@ void write_header(std::ostream& out, const char* descr, int64_t rows, int64_t co
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict.push_back('\n');
   const auto len = static_cast<uint16_t>(dict.size());
-  const char prefix[10] = {kMagic[0], kMagic[1], kMagic[2], kMagic[3], kMagic[4], kMagic[5], 1, 0,
-                           static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  const char prefix[10] = {kMagic[0],
+                           kMagic[1],
+                           kMagic[2],
+                           kMagic[3],
+                           kMagic[4],
+                           kMagic[5],
+                           1,
+                           0,
+                           static_cast<char>(len & 0xff),
+                           static_cast<char>(len >> 8)};
   out.write(prefix, sizeof prefix);
   out.write(dict.data(), static_cast<std::streamsize>(dict.size()));
 }
@@ -331,11 +355,11 @@ Header read_header(std::istream& in, uint64_t file_size, const std::string& path
   const int64_t isz = item_size(h.dtype);
   const std::string what = "shape " + HeaderParser::shape_text({h.rows, h.cols}) + " of " + dtype_name(h.dtype);
   // Dimensions are below 2^56 each, so checking the product against the bytes present avoids overflow.
-  const bool fits = h.cols == 0 || static_cast<uint64_t>(h.rows) <= available / static_cast<uint64_t>(isz) /
-                                                                         static_cast<uint64_t>(h.cols);
+  const bool fits = h.cols == 0 || static_cast<uint64_t>(h.rows) <=
+                                       available / static_cast<uint64_t>(isz) / static_cast<uint64_t>(h.cols);
   if (!fits)
-    fail(path, "truncated: the header declares " + what + " but only " + std::to_string(available) +
-                   " data bytes follow it");
+    fail(path,
+         "truncated: the header declares " + what + " but only " + std::to_string(available) + " data bytes follow it");
   const uint64_t need = static_cast<uint64_t>(h.rows) * static_cast<uint64_t>(h.cols) * static_cast<uint64_t>(isz);
   if (need < available)
     fail(path, std::to_string(available - need) + " trailing bytes after the data the header declares (" + what + ")");
@@ -379,8 +403,8 @@ Matrix<int64_t> read_ints(std::istream& in, uint64_t file_size, const std::strin
   switch (h.dtype) {
     case Dtype::f4:
     case Dtype::f8:
-      fail(path, std::string("ids must be integers, but the file holds ") + dtype_name(h.dtype) + " ('" + h.descr +
-                     "')");
+      fail(path,
+           std::string("ids must be integers, but the file holds ") + dtype_name(h.dtype) + " ('" + h.descr + "')");
     case Dtype::i1: return ints_to_ints<int8_t>(in, h, path);
     case Dtype::u1: return ints_to_ints<uint8_t>(in, h, path);
     case Dtype::i2: return ints_to_ints<int16_t>(in, h, path);

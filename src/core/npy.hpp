@@ -19,8 +19,8 @@ enum class Dtype { f4, f8, i1, u1, i2, u2, i4, u4, i8, u8 };
 
 struct Header {
   Dtype dtype = Dtype::f4;
-  std::string descr;      // as written in the file, for messages
-  int64_t rows = 0;       // a 1-D array of n elements is n x 1
+  std::string descr;  // as written in the file, for messages
+  int64_t rows = 0;   // a 1-D array of n elements is n x 1
   int64_t cols = 0;
   uint64_t data_offset = 0;  // bytes before the first element
 };

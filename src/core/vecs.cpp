@@ -22,7 +22,9 @@ namespace {
 constexpr uint64_t kChunkBytes = uint64_t{8} << 20;   // I/O granularity: large enough to amortise each call
 constexpr int32_t kExactFloatInt = int32_t{1} << 24;  // every integer of magnitude <= 2^24 is exact in float32
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) { throw Error(ErrorCode::io, path + ": " + msg); }
+[[noreturn]] void fail(const std::string& path, const std::string& msg) {
+  throw Error(ErrorCode::io, path + ": " + msg);
+}
 [[noreturn]] void refuse(const std::string& path, const std::string& msg) {
   throw Error(ErrorCode::invalid_argument, path + ": " + msg);
 }
@@ -62,10 +64,10 @@ Matrix<Out> read_rows(std::istream& in, uint64_t file_size, const std::string& p
                    extension(kind) + " file?)");
   const uint64_t row_bytes = sizeof(int32_t) + static_cast<uint64_t>(d) * sizeof(Stored);
   if (file_size % row_bytes != 0)
-    fail(path, "truncated or inconsistent: " + std::to_string(file_size) + " bytes is not a whole number of rows of d = " +
-                   std::to_string(d) + " (" + std::to_string(row_bytes) + " bytes each): " +
-                   std::to_string(file_size / row_bytes) + " rows and " + std::to_string(file_size % row_bytes) +
-                   " bytes left over");
+    fail(path, "truncated or inconsistent: " + std::to_string(file_size) +
+                   " bytes is not a whole number of rows of d = " + std::to_string(d) + " (" +
+                   std::to_string(row_bytes) + " bytes each): " + std::to_string(file_size / row_bytes) + " rows and " +
+                   std::to_string(file_size % row_bytes) + " bytes left over");
   const auto n = static_cast<int64_t>(file_size / row_bytes);
 
   Matrix<Out> m;
@@ -87,8 +89,8 @@ Matrix<Out> read_rows(std::istream& in, uint64_t file_size, const std::string& p
       int32_t dr;
       std::memcpy(&dr, src, sizeof dr);
       if (dr != d)
-        fail(path, "row " + std::to_string(r) + " declares dimension d = " + std::to_string(dr) + " but row 0 declares " +
-                       std::to_string(d) + " (rows of one file must agree)");
+        fail(path, "row " + std::to_string(r) + " declares dimension d = " + std::to_string(dr) +
+                       " but row 0 declares " + std::to_string(d) + " (rows of one file must agree)");
       convert(src + sizeof(int32_t), m.data() + r * d, static_cast<int64_t>(d), r);
     }
   }
@@ -132,28 +134,27 @@ void check_shape(int64_t rows, int64_t cols, Kind kind, const std::string& path)
 Matrix<float> read_floats(std::istream& in, uint64_t file_size, const std::string& path, Kind kind) {
   switch (kind) {
     case Kind::fvecs:
-      return read_rows<float, float>(in, file_size, path, kind, [](const unsigned char* src, float* dst, int64_t d,
-                                                                     int64_t) {
-        std::memcpy(dst, src, static_cast<size_t>(d) * sizeof(float));
-      });
+      return read_rows<float, float>(in, file_size, path, kind,
+                                     [](const unsigned char* src, float* dst, int64_t d, int64_t) {
+                                       std::memcpy(dst, src, static_cast<size_t>(d) * sizeof(float));
+                                     });
     case Kind::bvecs:
       return read_rows<uint8_t, float>(in, file_size, path, kind,
                                        [](const unsigned char* src, float* dst, int64_t d, int64_t) {
                                          for (int64_t j = 0; j < d; ++j) dst[j] = static_cast<float>(src[j]);
                                        });
     case Kind::ivecs:
-      return read_rows<int32_t, float>(in, file_size, path, kind,
-                                       [&](const unsigned char* src, float* dst, int64_t d, int64_t r) {
-                                         for (int64_t j = 0; j < d; ++j) {
-                                           int32_t v;
-                                           std::memcpy(&v, src + j * 4, sizeof v);
-                                           if (v > kExactFloatInt || v < -kExactFloatInt)
-                                             fail(path, "integer " + std::to_string(v) + " at row " +
-                                                            std::to_string(r) + ", column " + std::to_string(j) +
-                                                            " is beyond 2^24 and has no exact float32 value");
-                                           dst[j] = static_cast<float>(v);
-                                         }
-                                       });
+      return read_rows<int32_t, float>(
+          in, file_size, path, kind, [&](const unsigned char* src, float* dst, int64_t d, int64_t r) {
+            for (int64_t j = 0; j < d; ++j) {
+              int32_t v;
+              std::memcpy(&v, src + j * 4, sizeof v);
+              if (v > kExactFloatInt || v < -kExactFloatInt)
+                fail(path, "integer " + std::to_string(v) + " at row " + std::to_string(r) + ", column " +
+                               std::to_string(j) + " is beyond 2^24 and has no exact float32 value");
+              dst[j] = static_cast<float>(v);
+            }
+          });
   }
   fail(path, "unhandled format");
 }
@@ -192,8 +193,10 @@ void check_writable(MatrixView<const int64_t> m, const std::string& path) {
 }
 
 void write_floats(std::ostream& out, MatrixView<const float> m, Kind kind, const std::string& path) {
-  if (kind == Kind::bvecs) write_rows<uint8_t>(out, m, path, [](float v) { return static_cast<uint8_t>(v); });
-  else write_rows<float>(out, m, path, [](float v) { return v; });
+  if (kind == Kind::bvecs)
+    write_rows<uint8_t>(out, m, path, [](float v) { return static_cast<uint8_t>(v); });
+  else
+    write_rows<float>(out, m, path, [](float v) { return v; });
 }
 
 void write_ints(std::ostream& out, MatrixView<const int64_t> m, const std::string& path) {
