@@ -118,9 +118,7 @@ inline Matrix<float> integer_matrix(int64_t rows, int64_t cols, int levels, uint
 
 /// The accuracy promised against the float64 reference: 1e-5 absolute for the similarities
 /// (on unit-scale data), 1e-5 relative for the distances.
-inline double tolerance(Metric m, double reference) {
-  return larger_is_better(m) ? 1e-5 : 1e-5 * std::abs(reference);
-}
+inline double tolerance(Metric m, double reference) { return larger_is_better(m) ? 1e-5 : 1e-5 * std::abs(reference); }
 
 /// A seed that differs per run unless SIMKIT_TEST_SEED is set (printed by the tests on
 /// failure so a failing case can be replayed).

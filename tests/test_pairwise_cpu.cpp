@@ -19,8 +19,8 @@
 namespace simkit::test {
 namespace {
 
-constexpr Metric kMetrics[] = {Metric::l2, Metric::sqeuclidean, Metric::cosine,
-                               Metric::dot, Metric::pearson, Metric::l1};
+constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
+                               Metric::dot, Metric::pearson,     Metric::l1};
 
 Context cpu_context(int threads = 0) {
   Context ctx;
@@ -63,8 +63,8 @@ void expect_close(const Matrix<float>& got, const std::vector<double>& ref, Metr
     w.abs = std::max(w.abs, err);
     if (r != 0) w.rel = std::max(w.rel, err / std::abs(r));
     if (!(err <= tolerance(metric, r)) && bad++ < 5)
-      ADD_FAILURE() << label << ": entry (" << e / got.cols() << ", " << e % got.cols() << ") = " << g
-                    << ", reference " << r << ", error " << err;
+      ADD_FAILURE() << label << ": entry (" << e / got.cols() << ", " << e % got.cols() << ") = " << g << ", reference "
+                    << r << ", error " << err;
   }
   EXPECT_EQ(bad, 0) << label << ": " << bad << " entries outside tolerance";
   std::printf("  %-40s max abs err %.3e  max rel err %.3e\n", label.c_str(), w.abs, w.rel);
@@ -88,21 +88,21 @@ TEST_P(PairwiseAccuracy, MatchesFloat64Reference) {
   // Dot products of raw rows grow with d; the absolute bound is for unit-scale values.
   if (metric == Metric::dot) normalize_rows(Q), normalize_rows(X);
   const Matrix<float> got = pairwise(cpu_context(), Q.view(), X.view(), metric);
-  const std::string label = std::string(to_string(metric)) + " " + std::to_string(s.m) + "x" +
-                            std::to_string(s.n) + " d=" + std::to_string(s.d);
+  const std::string label = std::string(to_string(metric)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) +
+                            " d=" + std::to_string(s.d);
   expect_close(got, reference_pairwise(Q, X, metric), metric, label);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AwkwardSizes, PairwiseAccuracy,
-    ::testing::Combine(::testing::ValuesIn(kMetrics),
-                       ::testing::Values(Shape{37, 1031, 1}, Shape{37, 1031, 3}, Shape{37, 1031, 127},
-                                         Shape{37, 1031, 384}, Shape{37, 1031, 1000}, Shape{300, 2100, 127})),
-    [](const auto& info) {
-      const Shape s = std::get<1>(info.param);
-      return std::string(to_string(std::get<0>(info.param))) + "_m" + std::to_string(s.m) + "_n" +
-             std::to_string(s.n) + "_d" + std::to_string(s.d);
-    });
+INSTANTIATE_TEST_SUITE_P(AwkwardSizes, PairwiseAccuracy,
+                         ::testing::Combine(::testing::ValuesIn(kMetrics),
+                                            ::testing::Values(Shape{37, 1031, 1}, Shape{37, 1031, 3},
+                                                              Shape{37, 1031, 127}, Shape{37, 1031, 384},
+                                                              Shape{37, 1031, 1000}, Shape{300, 2100, 127})),
+                         [](const auto& info) {
+                           const Shape s = std::get<1>(info.param);
+                           return std::string(to_string(std::get<0>(info.param))) + "_m" + std::to_string(s.m) + "_n" +
+                                  std::to_string(s.n) + "_d" + std::to_string(s.d);
+                         });
 
 // Gaussian rows (heavier tails, norms spread wider than uniform ones) through the same checks.
 TEST(PairwiseCpu, GaussianInputs) {
@@ -157,8 +157,8 @@ TEST(PairwiseCpu, CancellationFarFromOrigin) {
       for (Metric metric : {Metric::l2, Metric::sqeuclidean, Metric::pearson, Metric::l1}) {
         const Matrix<float> got = pairwise(cpu_context(), Q.view(), X.view(), metric);
         char label[96];
-        std::snprintf(label, sizeof label, "%s offset %g spread %g d=%lld", to_string(metric), lay.offset,
-                      lay.spread, static_cast<long long>(d));
+        std::snprintf(label, sizeof label, "%s offset %g spread %g d=%lld", to_string(metric), lay.offset, lay.spread,
+                      static_cast<long long>(d));
         expect_close(got, reference_pairwise(Q, X, metric), metric, label);
         if (metric != Metric::pearson) {
           EXPECT_EQ(got(0, 5), 0.0f) << label;
@@ -176,7 +176,7 @@ TEST(PairwiseCpu, ZeroNormAndConstantRowsGiveZero) {
     Matrix<float> X = random_matrix(1030, d, seed + 9);
     for (int64_t t = 0; t < d; ++t) {
       Q(1, t) = 0.f, X(2, t) = 0.f, X(1029, t) = 0.f;  // zero rows
-      Q(3, t) = 2.5f, X(7, t) = -0.75f;               // constant rows
+      Q(3, t) = 2.5f, X(7, t) = -0.75f;                // constant rows
     }
     const Matrix<float> cos = pairwise(cpu_context(), Q.view(), X.view(), Metric::cosine);
     const Matrix<float> pea = pairwise(cpu_context(), Q.view(), X.view(), Metric::pearson);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <numbers>
 #include <string>
 
@@ -95,6 +96,12 @@ void normalize_row(float* row, int64_t d) {
   for (int64_t j = 0; j < d; ++j) row[j] = static_cast<float>(row[j] * inv);
 }
 
+std::string format_float(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", double(v));
+  return buf;
+}
+
 void validate(const GenSpec& spec) {
   auto fail = [](const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); };
   if (spec.rows < 1) fail("rows must be at least 1, got " + std::to_string(spec.rows));
@@ -105,7 +112,7 @@ void validate(const GenSpec& spec) {
   if (spec.distribution == Distribution::clustered) {
     if (spec.clusters < 1) fail("clusters must be at least 1, got " + std::to_string(spec.clusters));
     if (!(spec.std >= 0) || !std::isfinite(spec.std))
-      fail("std must be a finite value >= 0, got " + std::to_string(spec.std));
+      fail("std must be a finite value >= 0, got " + format_float(spec.std));
   }
 }
 

@@ -41,12 +41,6 @@ class TopK {
   template <bool Negate>
   void offer(const float* values, int64_t count, int64_t first_id);
 
-  /// Offers ready-made pairs (merging partial selections).
-  void offer(const Candidate* pairs, int64_t count) {
-    for (int64_t j = 0; j < count; ++j)
-      if (!(pairs[j].key > bound_key_)) consider(pairs[j].key, pairs[j].id);
-  }
-
   /// The best min(keep, offered) pairs in no particular order; the selection is spent until
   /// the next reset, and the caller may reorder the returned buffer.
   std::vector<Candidate>& best();

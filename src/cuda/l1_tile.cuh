@@ -25,12 +25,13 @@ struct L1TilePolicy {
 /// The chosen tile. Each term costs two FP32 instructions (subtract, add with |.| modifier)
 /// against one FFMA in a matrix product, so the kernel is bound by issue rate, not memory:
 /// 128 x 128 outputs per CTA reuse every staged float 128 times; 8 x 8 per thread keeps 64
-/// accumulators plus 16 operands in registers (~100 per thread, 256 threads: 2 CTAs per SM
-/// on sm_80..sm_90); BK = 8 keeps the double-buffered stage at 2 x 2 x 8 x 132 floats = 16.5 KB.
+/// accumulators plus 16 operands in registers (<= 128 per thread, held there by the launch
+/// bounds, so that 2 CTAs of 256 threads share an SM on sm_80..sm_90); BK = 8 keeps the
+/// double-buffered stage at 2 x 2 x 8 x 132 floats = 16.5 KB.
 using L1Policy = L1TilePolicy<128, 128, 8, 8, 8>;
 
 template <class P, bool VEC>
-__global__ void __launch_bounds__(P::THREADS) l1_tile_kernel(const float* __restrict__ Q, int64_t ldq,
+__global__ void __launch_bounds__(P::THREADS, 2) l1_tile_kernel(const float* __restrict__ Q, int64_t ldq,
                                                              const float* __restrict__ X, int64_t ldx,
                                                              float* __restrict__ out, int64_t ldo, int64_t m,
                                                              int64_t n, int64_t d) {

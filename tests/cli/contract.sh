@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# The command-line contract other tools script against:
+#   - every bad input exits with status 2 and exactly one stderr line "simkit: error: ..." that
+#     names the problem, and leaves no output file (nor a staging file) behind, and an existing
+#     output file untouched;
+#   - gen is reproducible whatever the thread count; knn/pairwise write the documented shapes.
+#
+#   contract.sh SIMKIT_BINARY WORK_DIR
+set -u
+simkit=$1
+work=$2
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# Fixtures, made with simkit itself and plain shell tools (no Python).
+"$simkit" gen --rows 50 --dim 8 --seed 1 --out base.fvecs >/dev/null 2>&1 || { echo "gen failed"; exit 1; }
+"$simkit" gen --rows 5 --dim 8 --seed 2 --out q.fvecs >/dev/null 2>&1 || exit 1
+"$simkit" gen --rows 5 --dim 3 --seed 3 --out q3.fvecs >/dev/null 2>&1 || exit 1
+"$simkit" gen --rows 50 --dim 8 --seed 1 --out base.npy >/dev/null 2>&1 || exit 1
+# 2 rows of d = 2; the second row holds a NaN (0x7fc00000) and 1.0f (0x3f800000), little-endian.
+printf '\002\000\000\000\000\000\200\077\000\000\000\000\002\000\000\000\000\000\300\177\000\000\200\077' >nan2.fvecs
+printf '\002\000\000\000\000\000\200\077\000\000\000\000' >ok2.fvecs
+# +Inf (0x7f800000) in the base.
+printf '\002\000\000\000\000\000\200\177\000\000\000\000' >inf2.fvecs
+: >empty.fvecs
+: >empty.npy
+size=$(stat -c %s base.fvecs)
+head -c $((size - 3)) base.fvecs >trunc.fvecs         # last row cut short
+# Two rows of 36 bytes (so the size alone looks right) whose second header says d = 7.
+{ head -c 36 base.fvecs; printf '\007\000\000\000'; head -c 32 /dev/zero; } >mixed.fvecs
+nsize=$(stat -c %s base.npy)
+head -c $((nsize - 5)) base.npy >trunc.npy
+# A .fvecs whose first header claims a dimension far beyond the file.
+printf '\377\377\377\177\000\000\000\000' >lying.fvecs
+# A ground truth with 5 rows of 3 ids and one with 4 rows of 10 ids.
+: >gt3.ivecs
+for i in 0 1 2 3 4; do printf '\003\000\000\000\000\000\000\000\001\000\000\000\002\000\000\000' >>gt3.ivecs; done
+: >gt_rows.ivecs
+for i in 0 1 2 3; do
+  printf '\012\000\000\000' >>gt_rows.ivecs
+  for j in 0 1 2 3 4 5 6 7 8 9; do printf "\\$(printf %03o "$j")\\000\\000\\000" >>gt_rows.ivecs; done
+done
+mkdir -p adir.ivecs
+echo "previous content" >keep.ivecs
+cp keep.ivecs keep.orig
+
+# bad LABEL PATTERN -- COMMAND...: status 2, one line "simkit: error: ..." matching PATTERN
+# (case-insensitive extended regex), no out.* file and no staging file left in the work dir.
+bad() {
+  local label=$1 pattern=$2
+  shift 3
+  checks=$((checks + 1))
+  rm -f out.* .out.*
+  "$@" >stdout.txt 2>stderr.txt
+  local rc=$?
+  local lines
+  lines=$(wc -l <stderr.txt)
+  [ "$rc" -eq 2 ] || fail "$label: exit status $rc, expected 2 (stderr: $(head -c 300 stderr.txt))"
+  [ "$lines" -eq 1 ] || fail "$label: $lines stderr lines, expected 1: $(head -c 300 stderr.txt)"
+  grep -q '^simkit: error: ' stderr.txt || fail "$label: stderr does not start with 'simkit: error: ': $(head -c 300 stderr.txt)"
+  grep -qiE -- "$pattern" stderr.txt || fail "$label: stderr does not name the problem (/$pattern/): $(cat stderr.txt)"
+  local left
+  left=$(ls -A | grep -E '^\.?out\.' | tr '\n' ' ')
+  [ -z "$left" ] || fail "$label: left output files behind: $left"
+  cmp -s keep.ivecs keep.orig || fail "$label: an existing output file was modified"
+  echo "ok   $label: $(cat stderr.txt)"
+}
+
+K() { "$simkit" knn "$@"; }
+P() { "$simkit" pairwise "$@"; }
+
+# ---- knn
+bad "knn: missing base file"      "no-such.fvecs"            -- K --base no-such.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs
+bad "knn: missing queries file"   "missing-q.fvecs"          -- K --base base.fvecs --queries missing-q.fvecs -k 3 --metric l2 --ids out.ivecs
+bad "knn: dimension mismatch"     "dimension|d = 3"          -- K --base base.fvecs --queries q3.fvecs -k 3 --metric l2 --ids out.ivecs
+bad "knn: k = 0"                  "-k|k must"                -- K --base base.fvecs --queries q.fvecs -k 0 --metric l2 --ids out.ivecs
+bad "knn: k < 0"                  "-k|k must"                -- K --base base.fvecs --queries q.fvecs -k -4 --metric l2 --ids out.ivecs
+bad "knn: k > n"                  "exceeds|k"                -- K --base base.fvecs --queries q.fvecs -k 51 --metric l2 --ids out.ivecs
+bad "knn: NaN in queries"         "nan"                      -- K --base ok2.fvecs --queries nan2.fvecs -k 1 --metric l2 --ids out.ivecs
+bad "knn: Inf in base"            "inf"                      -- K --base inf2.fvecs --queries ok2.fvecs -k 1 --metric cosine --ids out.ivecs
+bad "knn: empty base"             "empty|no vectors|0 rows"  -- K --base empty.fvecs --queries q.fvecs -k 1 --metric l2 --ids out.ivecs
+bad "knn: empty queries (.npy)"   "empty|npy|header|short"   -- K --base base.fvecs --queries empty.npy -k 1 --metric l2 --ids out.ivecs
+bad "knn: bad metric"             "metric 'euclid'"          -- K --base base.fvecs --queries q.fvecs -k 3 --metric euclid --ids out.ivecs
+bad "knn: bad device"             "device 'tpu'"             -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device tpu
+bad "knn: truncated .fvecs"       "trunc"                    -- K --base trunc.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs
+bad "knn: mixed dimensions"       "mixed.fvecs"              -- K --base mixed.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs
+bad "knn: truncated .npy"         "trunc.npy"                -- K --base trunc.npy --queries q.fvecs -k 3 --metric l2 --ids out.ivecs
+bad "knn: lying .fvecs header"    "lying.fvecs"              -- K --base lying.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs
+bad "knn: truth too narrow"       "truth.*fewer than k"      -- K --base base.fvecs --queries q.fvecs -k 5 --metric l2 --ids out.ivecs --truth gt3.ivecs
+bad "knn: truth row count"        "truth.*4 rows"            -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --truth gt_rows.ivecs
+bad "knn: missing truth file"     "truth"                    -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --truth nope.ivecs
+bad "knn: ids extension"          "--ids.*extension"         -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.txt
+bad "knn: distances extension"    "--distances.*extension"   -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --distances out.ivecs
+bad "knn: same file twice"        "same file"                -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.npy --distances out.npy
+bad "knn: missing output dir"     "does not exist"           -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids no/dir/out.ivecs
+bad "knn: output is a directory"  "directory"                -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids adir.ivecs
+bad "knn: missing --ids"          "--ids"                    -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2
+bad "knn: k not a number"         "-k|k"                     -- K --base base.fvecs --queries q.fvecs -k three --metric l2 --ids out.ivecs
+bad "knn: negative threads"       "threads"                  -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --threads -1
+bad "knn: k > n keeps old file"   "exceeds"                  -- K --base base.fvecs --queries q.fvecs -k 99 --metric l2 --ids keep.ivecs
+
+# ---- pairwise
+bad "pairwise: missing file"      "absent.npy"               -- P --base absent.npy --queries q.fvecs --metric cosine --out out.npy
+bad "pairwise: dimension mismatch" "dimension|d = 3"         -- P --base base.fvecs --queries q3.fvecs --metric cosine --out out.npy
+bad "pairwise: NaN"               "nan"                      -- P --base ok2.fvecs --queries nan2.fvecs --metric dot --out out.npy
+bad "pairwise: empty set"         "empty|no vectors"         -- P --base empty.fvecs --queries q.fvecs --metric l1 --out out.npy
+bad "pairwise: bad metric"        "metric 'cos'"             -- P --base base.fvecs --queries q.fvecs --metric cos --out out.npy
+bad "pairwise: bad device"        "device 'cuda'"            -- P --base base.fvecs --queries q.fvecs --metric l2 --out out.npy --device cuda
+bad "pairwise: truncated"         "trunc.fvecs"              -- P --base trunc.fvecs --queries q.fvecs --metric l2 --out out.npy
+bad "pairwise: out extension"     "--out.*extension"         -- P --base base.fvecs --queries q.fvecs --metric l2 --out out.csv
+
+# ---- gen and the command line itself
+bad "gen: rows = 0"               "rows"                     -- "$simkit" gen --rows 0 --dim 4 --out out.npy
+bad "gen: dim < 1"                "dim"                      -- "$simkit" gen --rows 4 --dim -2 --out out.npy
+bad "gen: bad distribution"       "distribution 'normal'"    -- "$simkit" gen --rows 4 --dim 4 --distribution normal --out out.npy
+bad "gen: clusters = 0"           "clusters"                 -- "$simkit" gen --rows 4 --dim 4 --distribution clustered --clusters 0 --out out.npy
+bad "gen: negative std"           "std"                      -- "$simkit" gen --rows 4 --dim 4 --distribution clustered --std -1 --out out.npy
+bad "gen: .bvecs refused"         "extension"                -- "$simkit" gen --rows 4 --dim 4 --out out.bvecs
+bad "gen: queries without file"   "queries"                  -- "$simkit" gen --rows 4 --dim 4 --queries 2 --out out.npy
+bad "unknown command"             "unknown command 'frobnicate'" -- "$simkit" frobnicate
+bad "no command"                  "subcommand"               -- "$simkit"
+bad "unknown option"              "--colour"                 -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --colour
+
+# ---- what works: shapes, self-neighbours, reproducibility
+checks=$((checks + 1))
+"$simkit" knn --base base.fvecs --queries base.fvecs -k 1 --metric sqeuclidean --ids self.ivecs --distances self.fvecs \
+  --device cpu >stdout.txt 2>stderr.txt || fail "knn self: exit $? ($(cat stderr.txt))"
+: >self_expected.ivecs
+for i in $(seq 0 49); do printf "\\001\\000\\000\\000\\$(printf %03o "$i")\\000\\000\\000" >>self_expected.ivecs; done
+cmp -s self.ivecs self_expected.ivecs || fail "knn of the base against itself (k = 1) is not the identity"
+# Each distance of a row to itself is exactly 0: 50 rows of (int32 1, float 0.0).
+: >self_expected.fvecs
+for i in $(seq 0 49); do printf '\001\000\000\000\000\000\000\000' >>self_expected.fvecs; done
+cmp -s self.fvecs self_expected.fvecs || fail "self distances are not all exactly 0"
+grep -q "simkit knn: 50 queries x 50 base" stderr.txt || fail "knn did not report its timing line: $(cat stderr.txt)"
+
+checks=$((checks + 1))
+"$simkit" knn --base base.fvecs --queries q.fvecs -k 50 --metric cosine --ids all.npy --distances alld.npy \
+  --device cpu >/dev/null 2>stderr.txt || fail "knn k = n: $(cat stderr.txt)"
+# .npy: 128-byte header (magic, version, padded dict) then the data: 5 x 50 int64 and float32.
+[ "$(stat -c %s all.npy)" -eq $((128 + 5 * 50 * 8)) ] || fail "ids .npy size $(stat -c %s all.npy)"
+[ "$(stat -c %s alld.npy)" -eq $((128 + 5 * 50 * 4)) ] || fail "distances .npy size $(stat -c %s alld.npy)"
+grep -aq "'descr': '<i8'" all.npy || fail "ids .npy is not int64"
+grep -aq "'shape': (5, 50)" all.npy || fail "ids .npy shape is not (5, 50)"
+
+checks=$((checks + 1))
+"$simkit" pairwise --base base.fvecs --queries q.fvecs --metric l1 --out S.fvecs --device cpu >/dev/null 2>stderr.txt ||
+  fail "pairwise: $(cat stderr.txt)"
+[ "$(stat -c %s S.fvecs)" -eq $((5 * (4 + 50 * 4))) ] || fail "pairwise .fvecs size $(stat -c %s S.fvecs)"
+"$simkit" pairwise --base base.fvecs --queries q.fvecs --metric pearson --out S.npy --device cpu >/dev/null 2>&1 ||
+  fail "pairwise .npy"
+grep -aq "'shape': (5, 50)" S.npy || fail "pairwise .npy shape is not (5, 50)"
+
+checks=$((checks + 1))
+OMP_NUM_THREADS=1 "$simkit" gen --rows 3001 --dim 17 --distribution clustered --clusters 7 --seed 9 --out g1.fvecs \
+  --queries 11 --queries-out g1q.fvecs >/dev/null 2>&1 || fail "gen (1 thread)"
+OMP_NUM_THREADS=3 "$simkit" gen --rows 3001 --dim 17 --distribution clustered --clusters 7 --seed 9 --out g3.fvecs \
+  --queries 11 --queries-out g3q.fvecs >/dev/null 2>&1 || fail "gen (3 threads)"
+cmp -s g1.fvecs g3.fvecs || fail "gen differs between 1 and 3 threads"
+cmp -s g1q.fvecs g3q.fvecs || fail "gen --queries-out differs between 1 and 3 threads"
+[ "$(stat -c %s g1.fvecs)" -eq $((3001 * (4 + 17 * 4))) ] || fail "gen base size"
+[ "$(stat -c %s g1q.fvecs)" -eq $((11 * (4 + 17 * 4))) ] || fail "gen queries size"
+"$simkit" gen --rows 3001 --dim 17 --distribution clustered --clusters 7 --seed 10 --out g10.fvecs >/dev/null 2>&1
+cmp -s g1.fvecs g10.fvecs && fail "gen gives the same data for seeds 9 and 10"
+# The base rows do not depend on how many query rows follow them.
+"$simkit" gen --rows 3001 --dim 17 --distribution clustered --clusters 7 --seed 9 --out g0.fvecs >/dev/null 2>&1
+cmp -s g1.fvecs g0.fvecs || fail "gen base rows change with --queries"
+
+checks=$((checks + 1))
+for cmd in info gen pairwise knn demo "bench pairwise" "bench knn"; do
+  # shellcheck disable=SC2086
+  "$simkit" $cmd --help >help.txt 2>&1 || fail "$cmd --help exits non-zero"
+  grep -q "^Examples\?:" help.txt || fail "$cmd --help has no example"
+done
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]

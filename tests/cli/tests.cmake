@@ -1,0 +1,27 @@
+# Script-driven tests of what the C++ tests cannot see: the `simkit` command line as a program
+# (exit statuses, one-line errors, files left behind, the digits acceptance run) and the
+# installed package as an outside project uses it. Included from tests/CMakeLists.txt.
+
+find_program(SIMKIT_BASH bash REQUIRED)
+set(SIMKIT_CLI_TEST_WORK ${CMAKE_CURRENT_BINARY_DIR}/cli-work)
+
+add_test(NAME cli_contract
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/contract.sh $<TARGET_FILE:simkit_cli>
+                 ${SIMKIT_CLI_TEST_WORK}/contract)
+set_tests_properties(cli_contract PROPERTIES LABELS cpu TIMEOUT 300)
+
+add_test(NAME cli_digits_cpu
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/digits.sh $<TARGET_FILE:simkit_cli> ${SIMKIT_SHARED_DATA_DIR}
+                 ${SIMKIT_CLI_TEST_WORK}/digits_cpu cpu)
+set_tests_properties(cli_digits_cpu PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+add_test(NAME cli_digits_gpu
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/digits.sh $<TARGET_FILE:simkit_cli> ${SIMKIT_SHARED_DATA_DIR}
+                 ${SIMKIT_CLI_TEST_WORK}/digits_gpu gpu)
+set_tests_properties(cli_digits_gpu PROPERTIES LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+add_test(NAME install_consumer
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/consumer.sh ${CMAKE_COMMAND} ${PROJECT_BINARY_DIR}
+                 ${PROJECT_SOURCE_DIR}/tests/consumer ${SIMKIT_CLI_TEST_WORK}/consumer ${CMAKE_CXX_COMPILER}
+                 $<CONFIG>)
+set_tests_properties(install_consumer PROPERTIES LABELS cpu TIMEOUT 600)
