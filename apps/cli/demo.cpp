@@ -47,7 +47,7 @@ void print_table(MatrixView<const float> values, MatrixView<const int64_t> ids, 
   std::printf("  %-6s", "rank");
   for (int64_t q = 0; q < show; ++q) {
     const std::string head = "query " + std::to_string(q) + " (row " + with_commas(first_row + q) + ")";
-    std::printf("  %-28s", head.c_str());
+    std::printf(q + 1 < show ? "  %-28s" : "  %s", head.c_str());
   }
   std::printf("\n");
   for (int64_t r = 0; r < ids.cols; ++r) {
@@ -55,7 +55,7 @@ void print_table(MatrixView<const float> values, MatrixView<const int64_t> ids, 
     for (int64_t q = 0; q < show; ++q) {
       char cell[64];
       std::snprintf(cell, sizeof cell, "%9lld  %.6g", (long long)ids(q, r), double(values(q, r)));
-      std::printf("  %-28s", cell);
+      std::printf(q + 1 < show ? "  %-28s" : "  %s", cell);
     }
     std::printf("\n");
   }

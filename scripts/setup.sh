@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test simkit, and nothing else.
+# Idempotent: packages already installed are left alone, and when none is missing apt is not run
+# at all (so it needs neither the network nor root). Uses sudo when not run as root.
+#
+# The CUDA backend additionally needs NVIDIA's CUDA toolkit (nvcc, cuBLAS; 12.x or later), which
+# Debian does not package in a usable version: without it the build is CPU-only.
+set -euo pipefail
+
+packages=(
+  build-essential     # g++ 12 (C++20) with libgomp (OpenMP)
+  cmake               # >= 3.25 (Debian 12 has 3.25.1)
+  ninja-build
+  pkg-config
+  libopenblas-dev     # CBLAS for the CPU backend
+  libcli11-dev        # the simkit command line
+  libgtest-dev libgmock-dev
+  nlohmann-json3-dev libfmt-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages are installed"
+else
+  if ! command -v apt-get >/dev/null; then
+    echo "setup: apt-get not found; install these packages by other means: ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: not root and no sudo; as root run: apt-get install ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  echo "setup: installing ${missing[*]}"
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: CUDA toolkit found: the CUDA backend will be built"
+else
+  echo "setup: no nvcc: the build will be CPU-only (install NVIDIA's CUDA toolkit for the GPU backend)"
+fi
