@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .deps && mkdir -p .deps/debs
 (cd .deps/debs && apt-get download libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5 \
-  libquadmath0 libcli11-dev libgtest-dev)
+  libquadmath0 libcli11-dev libgtest-dev libgmock-dev)
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
 # Keep the carry under the tool's 64 MiB: no docs, no static or LAPACK libraries.
 rm -rf .deps/debs .deps/root/usr/share/doc .deps/root/usr/src

@@ -125,17 +125,16 @@ void check_output_path(const std::string& path, std::string_view option,
   if (std::find(allowed.begin(), allowed.end(), ext) == allowed.end()) {
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    throw Error(ErrorCode::invalid_argument, std::string(option) + ": cannot write '" + path +
-                                                 "': the extension must be one of " + list);
+    throw Error(ErrorCode::invalid_argument,
+                std::string(option) + ": cannot write '" + path + "': the extension must be one of " + list);
   }
   const fs::path p(path);
   std::error_code ec;
-  if (fs::is_directory(p, ec))
-    throw Error(ErrorCode::io, std::string(option) + ": '" + path + "' is a directory");
+  if (fs::is_directory(p, ec)) throw Error(ErrorCode::io, std::string(option) + ": '" + path + "' is a directory");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
-    throw Error(ErrorCode::io, std::string(option) + ": cannot write '" + path + "': directory '" + dir.string() +
-                                   "' does not exist");
+    throw Error(ErrorCode::io,
+                std::string(option) + ": cannot write '" + path + "': directory '" + dir.string() + "' does not exist");
   if (access(dir.c_str(), W_OK) != 0)
     throw Error(ErrorCode::io, std::string(option) + ": cannot write '" + path + "': directory '" + dir.string() +
                                    "' is not writable");

@@ -80,7 +80,8 @@ std::string extension_of(const std::string& path);
 
 /// Refuses, before any work is done, an output path whose extension is not in `allowed`
 /// (Error invalid_argument) or whose directory does not exist or is a directory itself (Error io).
-void check_output_path(const std::string& path, std::string_view option, std::initializer_list<std::string_view> allowed);
+void check_output_path(const std::string& path, std::string_view option,
+                       std::initializer_list<std::string_view> allowed);
 
 /// Refuses two options naming the same output file.
 void check_distinct_outputs(const std::vector<std::pair<std::string_view, std::string>>& outputs);

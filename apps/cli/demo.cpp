@@ -110,10 +110,11 @@ void run_demo(const DemoOptions& o) {
   const MatrixView<const float> Q{all.data() + o.rows * o.dim, o.queries, o.dim};
 
   std::printf("simkit demo: exact k-nearest neighbours on a generated point set\n");
-  std::printf("  base:     %s x %lld float32: %lld clusters, centres uniform in [-1, 1)^%lld, N(0, %.3g^2) noise, "
-              "seed %llu (%s)\n",
-              with_commas(o.rows).c_str(), (long long)o.dim, (long long)o.clusters, (long long)o.dim, double(o.std),
-              (unsigned long long)o.seed, format_duration(gen_s).c_str());
+  std::printf(
+      "  base:     %s x %lld float32: %lld clusters, centres uniform in [-1, 1)^%lld, N(0, %.3g^2) noise, "
+      "seed %llu (%s)\n",
+      with_commas(o.rows).c_str(), (long long)o.dim, (long long)o.clusters, (long long)o.dim, double(o.std),
+      (unsigned long long)o.seed, format_duration(gen_s).c_str());
   std::printf("  queries:  %s more rows of the same draw (rows %s..)\n", with_commas(o.queries).c_str(),
               with_commas(o.rows).c_str());
   const std::string where = describe_device(ctx);
@@ -138,10 +139,11 @@ void run_demo(const DemoOptions& o) {
   const unsigned hw = std::thread::hardware_concurrency();
   const CheckResult c = check_against_float64(Q, X, metric, r.values.view(), r.ids.view(), rows,
                                               o.run.threads > 0 ? o.run.threads : int(hw > 0 ? hw : 1));
-  std::printf("\nCheck against a float64 brute force on %zu queries: %s of %s neighbours agree, max %s error of "
-              "the values %.2e\n",
-              rows.size(), with_commas(c.agree).c_str(), with_commas(c.total).c_str(),
-              bench::uses_relative_error(metric) ? "relative" : "absolute", c.worst_error);
+  std::printf(
+      "\nCheck against a float64 brute force on %zu queries: %s of %s neighbours agree, max %s error of "
+      "the values %.2e\n",
+      rows.size(), with_commas(c.agree).c_str(), with_commas(c.total).c_str(),
+      bench::uses_relative_error(metric) ? "relative" : "absolute", c.worst_error);
   if (c.agree != c.total)
     throw Error(ErrorCode::device, "the float64 check found " + std::to_string(c.total - c.agree) +
                                        " neighbours that differ: please report this with `simkit info`");

@@ -53,11 +53,13 @@ void run_gen(const GenOptions& o) {
   spec.normalize = o.normalize;
   spec.seed = o.seed;
 
-  if (o.queries < 0) throw Error(ErrorCode::invalid_argument, "--queries must be >= 0, got " + std::to_string(o.queries));
+  if (o.queries < 0)
+    throw Error(ErrorCode::invalid_argument, "--queries must be >= 0, got " + std::to_string(o.queries));
   const bool split = o.queries > 0;
   if (split != !o.queries_out.empty())
     throw Error(ErrorCode::invalid_argument, "--queries N and --queries-out FILE go together");
-  if (spec.rows < 1) throw Error(ErrorCode::invalid_argument, "--rows must be at least 1, got " + std::to_string(o.rows));
+  if (spec.rows < 1)
+    throw Error(ErrorCode::invalid_argument, "--rows must be at least 1, got " + std::to_string(o.rows));
   check_output_path(o.out, "--out", {".npy", ".fvecs"});
   if (split) {
     check_output_path(o.queries_out, "--queries-out", {".npy", ".fvecs"});
@@ -74,9 +76,8 @@ void run_gen(const GenOptions& o) {
   if (split) write_matrix(outputs.stage(o.queries_out), row_range(all, o.rows, o.queries));
   outputs.commit();
 
-  std::printf("wrote %s: %s x %lld (%s%s, seed %llu)\n", o.out.c_str(), with_commas(o.rows).c_str(),
-              (long long)o.dim, o.distribution.c_str(), o.normalize ? ", unit norm" : "",
-              (unsigned long long)o.seed);
+  std::printf("wrote %s: %s x %lld (%s%s, seed %llu)\n", o.out.c_str(), with_commas(o.rows).c_str(), (long long)o.dim,
+              o.distribution.c_str(), o.normalize ? ", unit norm" : "", (unsigned long long)o.seed);
   if (split)
     std::printf("wrote %s: %s x %lld (rows %s.. of the same draw)\n", o.queries_out.c_str(),
                 with_commas(o.queries).c_str(), (long long)o.dim, with_commas(o.rows).c_str());
@@ -87,8 +88,9 @@ void run_gen(const GenOptions& o) {
 
 void add_gen_command(CLI::App& app) {
   auto o = std::make_shared<GenOptions>();
-  auto* sub = app.add_subcommand("gen", "Generate a synthetic point set (uniform, gaussian or clustered), the same for "
-                                        "the same seed whatever the thread count");
+  auto* sub = app.add_subcommand("gen",
+                                 "Generate a synthetic point set (uniform, gaussian or clustered), the same for "
+                                 "the same seed whatever the thread count");
   sub->add_option("--rows", o->rows, "number of vectors")->required();
   sub->add_option("--dim", o->dim, "dimension of each vector")->required();
   sub->add_option("--distribution", o->distribution,

@@ -141,9 +141,7 @@ Matrix<float> generate(const GenSpec& spec) {
     RowStream s(spec.seed, Stream::row, static_cast<uint64_t>(i));
     float* row = data + i * d;
     switch (spec.distribution) {
-      case Distribution::uniform:
-        fill_uniform(s, row, d);
-        break;
+      case Distribution::uniform: fill_uniform(s, row, d); break;
       case Distribution::gaussian:
         for (int64_t j = 0; j < d; ++j) row[j] = 0.0f;
         add_normal(s, row, d, 1.0);

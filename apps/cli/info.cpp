@@ -48,8 +48,9 @@ void print_info() {
 }  // namespace
 
 void add_info_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("info", "Print the build configuration (version, compiler, BLAS, OpenMP, CUDA "
-                                         "architectures) and the GPUs this process can use");
+  auto* sub = app.add_subcommand("info",
+                                 "Print the build configuration (version, compiler, BLAS, OpenMP, CUDA "
+                                 "architectures) and the GPUs this process can use");
   sub->footer("Example:\n  simkit info");
   sub->callback(print_info);
 }

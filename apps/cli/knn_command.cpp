@@ -45,8 +45,8 @@ Matrix<int64_t> read_truth(const std::string& path, int64_t m, int64_t k) {
     bad("--truth: '" + path + "' has " + std::to_string(t.rows()) + " rows but there are " + std::to_string(m) +
         " queries");
   if (t.cols() < k)
-    bad("--truth: '" + path + "' has " + std::to_string(t.cols()) + " neighbours per query, fewer than k = " +
-        std::to_string(k));
+    bad("--truth: '" + path + "' has " + std::to_string(t.cols()) +
+        " neighbours per query, fewer than k = " + std::to_string(k));
   return t;
 }
 
@@ -128,8 +128,7 @@ void add_knn_command(CLI::App& app) {
   sub->add_option("--base", o->base, "base set X (n x d): .npy, .fvecs, .bvecs or .ivecs")->required();
   sub->add_option("--queries", o->queries, "query set Q (m x d), same formats")->required();
   sub->add_option("-k,--k", o->k, "neighbours per query, 1 <= k <= n")->required();
-  sub->add_option("--metric", o->metric,
-                  "l2, sqeuclidean, l1 (smallest first) or dot, cosine, pearson (largest first)")
+  sub->add_option("--metric", o->metric, "l2, sqeuclidean, l1 (smallest first) or dot, cosine, pearson (largest first)")
       ->required();
   sub->add_option("--ids", o->ids, "output ids, m x k: .npy (int64) or .ivecs (int32)")->required();
   sub->add_option("--distances", o->distances, "also write the metric values, m x k float32: .npy or .fvecs");

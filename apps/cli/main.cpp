@@ -41,7 +41,8 @@ std::string parse_failure(const CLI::App* app, const CLI::Error& e) {
 void add_bench_examples(CLI::App& app) {
   // bench.cpp builds the `bench` tree; the examples are part of the shared --help contract.
   CLI::App* bench = app.get_subcommand("bench");
-  bench->footer("Examples:\n  simkit bench pairwise --device gpu --csv pairwise.csv\n  simkit bench knn --device cpu --quick");
+  bench->footer(
+      "Examples:\n  simkit bench pairwise --device gpu --csv pairwise.csv\n  simkit bench knn --device cpu --quick");
   bench->get_subcommand("pairwise")
       ->footer("Example:\n  simkit bench pairwise --device gpu --repeat 20 --csv pairwise.csv");
   bench->get_subcommand("knn")->footer("Example:\n  simkit bench knn --device gpu --cases 128 --csv knn.csv");

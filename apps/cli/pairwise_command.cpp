@@ -37,8 +37,8 @@ void run_pairwise(const PairwiseOptions& o) {
   const Matrix<float> Q = read_points(o.queries, "--queries");
   const double read_s = seconds_since(t0);
   if (Q.cols() != X.cols())
-    throw Error(ErrorCode::invalid_argument, "dimension mismatch: --queries '" + o.queries + "' has d = " +
-                                                 std::to_string(Q.cols()) + ", --base '" + o.base +
+    throw Error(ErrorCode::invalid_argument, "dimension mismatch: --queries '" + o.queries +
+                                                 "' has d = " + std::to_string(Q.cols()) + ", --base '" + o.base +
                                                  "' has d = " + std::to_string(X.cols()));
   const std::string where = describe_device(ctx);
 
@@ -46,10 +46,9 @@ void run_pairwise(const PairwiseOptions& o) {
   try {
     S = Matrix<float>(Q.rows(), X.rows());
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::out_of_memory, "the " + with_commas(Q.rows()) + " x " + with_commas(X.rows()) +
-                                              " output needs " +
-                                              format_gib(double(Q.rows()) * double(X.rows()) * sizeof(float)) +
-                                              " of host memory");
+    throw Error(ErrorCode::out_of_memory,
+                "the " + with_commas(Q.rows()) + " x " + with_commas(X.rows()) + " output needs " +
+                    format_gib(double(Q.rows()) * double(X.rows()) * sizeof(float)) + " of host memory");
   }
   t0 = std::chrono::steady_clock::now();
   pairwise(ctx, Q.view(), X.view(), metric, S.view());
@@ -72,8 +71,8 @@ void run_pairwise(const PairwiseOptions& o) {
 
 void add_pairwise_command(CLI::App& app) {
   auto o = std::make_shared<PairwiseOptions>();
-  auto* sub = app.add_subcommand(
-      "pairwise", "Write the m x n matrix S(i, j) = metric(query i, base j) between two point sets");
+  auto* sub =
+      app.add_subcommand("pairwise", "Write the m x n matrix S(i, j) = metric(query i, base j) between two point sets");
   sub->add_option("--base", o->base, "base set X (n x d): .npy, .fvecs, .bvecs or .ivecs")->required();
   sub->add_option("--queries", o->queries, "query set Q (m x d), same formats")->required();
   sub->add_option("--metric", o->metric, "l2, sqeuclidean, l1, dot, cosine or pearson")->required();
