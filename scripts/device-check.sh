@@ -15,6 +15,10 @@ mkdir -p "$OUT"
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SIMKIT_DEVICE_BUILD:-$root/build-device}  # inside the checkout: kept between device calls
 deps=$root/.deps/root/usr
+# The tests read ../shared/data (beside the checkout); on the device machine it comes in .deps.
+if [ ! -d "$root/../shared/data" ] && [ -d "$root/.deps/shared/data" ]; then
+  mkdir -p "$root/../shared" && cp -r "$root/.deps/shared/data" "$root/../shared/"
+fi
 log() { echo "[device-check] $*" | tee -a "$OUT/summary.txt"; }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee -a "$OUT/summary.txt"
@@ -38,18 +42,32 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   log "gpu tests"
   (cd "$build" && ctest -L gpu --output-on-failure -j 4) >"$OUT/tests.log" 2>&1 || status=1
   tail -3 "$OUT/tests.log" | tee -a "$OUT/summary.txt"
-  log "compute-sanitizer memcheck + racecheck over the gpu test executables"
-  
+  log "digits through the CLI on the GPU (recall@100 and ids row for row)"
+  data="$root/../shared/data/digits"
+  if "$build/apps/cli/simkit" knn --base "$data/digits_base.fvecs" --queries "$data/digits_query.fvecs" -k 100 \
+      --metric sqeuclidean --truth "$data/digits_groundtruth_sqeuclidean.ivecs" --ids /tmp/digits_gpu.ivecs \
+      --device gpu >>"$OUT/tests.log" 2>&1 && cmp /tmp/digits_gpu.ivecs "$data/digits_groundtruth_sqeuclidean.ivecs"; then
+    log "  $(grep -m1 recall "$OUT/tests.log"), ids identical to the ground truth"
+  else
+    log "  FAILED (see tests.log)"; status=1
+  fi
+  log "compute-sanitizer memcheck + racecheck over the gpu test executables (in parallel)"
+  # The sanitizer slows kernels 10-100x; SANITIZER_FILTER can leave the largest cases out.
+  pids=()
   for exe in "$build"/tests/test_gpu_*; do
     [ -x "$exe" ] || continue
     for tool in memcheck racecheck; do
-      # The sanitizer slows kernels 10-100x: the tests' small cases are the ones to check.
-      timeout "${SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool $tool --error-exitcode 3 "$exe" --gtest_filter="${SANITIZER_FILTER:-*}" \
-        >>"$OUT/tests.log" 2>&1
-      rc=$?
-      log "  $(basename "$exe") $tool: exit $rc, $(grep -c "ERROR SUMMARY: 0 errors" "$OUT/tests.log") clean summaries so far"
-      [ $rc -eq 0 ] || status=1
+      (timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 3 "$exe" \
+        --gtest_filter="${SANITIZER_FILTER:-*}" >"/tmp/san-$(basename "$exe")-$tool.log" 2>&1
+       echo "  $(basename "$exe") $tool: exit $?" >"/tmp/san-$(basename "$exe")-$tool.rc") &
+      pids+=($!)
     done
+  done
+  wait "${pids[@]}"
+  for f in /tmp/san-*.rc; do
+    log "$(cat "$f")"
+    grep -q "exit 0$" "$f" || status=1
+    cat "${f%.rc}.log" >>"$OUT/tests.log"
   done
   grep "ERROR SUMMARY" "$OUT/tests.log" | sort | uniq -c | tee -a "$OUT/summary.txt"
 fi

@@ -10,4 +10,6 @@ for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
 # Keep the carry under the tool's 64 MiB: no docs, no static or LAPACK libraries.
 rm -rf .deps/debs .deps/root/usr/share/doc .deps/root/usr/src
 find .deps/root -path '*openblas*' \( -name '*.a' -o -name 'liblapack*' \) -delete
+# The tests' real data: ../shared does not travel to the device machine, so a copy does.
+mkdir -p .deps/shared && cp -r ../shared/data .deps/shared/
 du -sh .deps

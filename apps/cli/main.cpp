@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
       "Start here:\n"
       "  simkit demo                      k-NN on a generated clustered set, checked against float64\n"
       "  simkit info                      build configuration and visible GPUs\n"
-      "  simkit gen --rows 100000 --dim 128 --distribution clustered --out base.fvecs\n"
+      "  simkit gen --rows 100000 --dim 128 --out base.fvecs --queries 100 --queries-out q.fvecs\n"
       "  simkit knn --base base.fvecs --queries q.fvecs -k 10 --metric cosine --ids ids.ivecs\n"
       "Each command's --help shows its options and an example.");
 
