@@ -51,6 +51,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   else
     log "  FAILED (see tests.log)"; status=1
   fi
+  if [ "${SANITIZER:-1}" = 1 ]; then
   log "compute-sanitizer memcheck + racecheck over the gpu test executables (in parallel)"
   # The sanitizer slows kernels 10-100x; SANITIZER_FILTER can leave the largest cases out.
   pids=()
@@ -69,6 +70,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
     grep -q "exit 0$" "$f" || status=1
     cat "${f%.rc}.log" >>"$OUT/tests.log"
   done
+  fi
   grep "ERROR SUMMARY" "$OUT/tests.log" | sort | uniq -c | tee -a "$OUT/summary.txt"
 fi
 
