@@ -1,7 +1,8 @@
 #pragma once
 // The seam between src/core (validation, dispatch) and the two backends. Core validates every
 // argument before calling in, so backends may assume: non-empty sets, equal dimensions,
-// 1 <= k <= n, finite inputs, correctly shaped outputs.
+// 1 <= k <= n, finite inputs, correctly shaped outputs. One exception: cuda::pairwise checks
+// its device-resident inputs for NaN / Inf itself and throws the same invalid_argument.
 
 #include <cstdint>
 #include <vector>

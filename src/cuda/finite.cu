@@ -1,10 +1,12 @@
-// all_finite_on_device: one pass over a device matrix, 16-byte loads where aligned, any NaN
-// or Inf raising a flag that is read back once.
+// The non-finite scan: one pass over device memory, 16-byte loads where aligned, any NaN or
+// Inf raising a flag. flag_non_finite only enqueues it (the caller reads the flag when it next
+// synchronises); all_finite_on_device reads it back at once.
 #include <cstdint>
 
 #include "check.hpp"
 #include "core/backend.hpp"
 #include "resources.hpp"
+#include "rows.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -34,6 +36,16 @@ __global__ void __launch_bounds__(kBlock) finite_kernel(const float* p, int64_t 
 
 }  // namespace
 
+void flag_non_finite(const float* p, int64_t count, int* flag, int multiprocessors, cudaStream_t s) {
+  if (count <= 0) return;
+  const bool vec = reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  const int64_t want = (count / (vec ? 4 : 1) + kBlock - 1) / kBlock;
+  const int64_t cap = int64_t(multiprocessors) * 8;
+  const int grid = int(want < cap ? (want > 0 ? want : 1) : cap);
+  finite_kernel<<<grid, kBlock, 0, s>>>(p, count, vec, flag);
+  check_launch("finite_kernel");
+}
+
 bool all_finite_on_device(const Context& ctx, MatrixView<const float> m) {
   const int64_t count = m.rows * m.cols;
   if (count <= 0) return true;
@@ -44,12 +56,7 @@ bool all_finite_on_device(const Context& ctx, MatrixView<const float> m) {
   r.arena.reserve(Carver::alignment, SIZE_MAX);
   int* flag = static_cast<int*>(r.arena.data());
   check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), s), "cudaMemsetAsync");
-  const bool vec = reinterpret_cast<uintptr_t>(m.data) % 16 == 0;
-  const int64_t want = (count / (vec ? 4 : 1) + kBlock - 1) / kBlock;
-  const int64_t cap = int64_t(r.multiprocessors) * 8;
-  const int grid = int(want < cap ? (want > 0 ? want : 1) : cap);
-  finite_kernel<<<grid, kBlock, 0, s>>>(m.data, count, vec, flag);
-  check_launch("finite_kernel");
+  flag_non_finite(m.data, count, flag, r.multiprocessors, s);
   int* host = static_cast<int*>(r.pinned_small.data());
   check_cuda(cudaMemcpyAsync(host, flag, sizeof(int), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");

@@ -1,6 +1,8 @@
 #include "knn_plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <simkit/error.hpp>
@@ -47,6 +49,15 @@ KnnPlan plan_knn(const KnnShape& s, size_t l2_bytes, size_t budget) {
   const int64_t batches = (s.m + mb_max - 1) / mb_max;
   int64_t mb = (s.m + batches - 1) / batches;
   int64_t nb = fit_nb(std::max(nb_pref, tile_elems / mb), s.n);
+  // SIMKIT_KNN_TILE=MBxNB overrides the starting tile (the budget still shrinks it): the knob
+  // the tile measurements in bench/results were taken with.
+  if (const char* v = std::getenv("SIMKIT_KNN_TILE")) {
+    long long want_mb = 0, want_nb = 0;
+    if (std::sscanf(v, "%lldx%lld", &want_mb, &want_nb) == 2 && want_mb > 0 && want_nb > 0) {
+      mb = std::min<int64_t>(s.m, want_mb);
+      nb = fit_nb(std::min<int64_t>(s.n, want_nb), s.n);
+    }
+  }
 
   while (knn_bytes(s, mb, nb) > budget) {
     if (nb > 256)

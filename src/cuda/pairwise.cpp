@@ -2,8 +2,14 @@
 // memory budget. With everything on the device and room to spare (the common case) that is a
 // single block: prepare Q and X once, one matrix product written straight into `out`, one
 // epilogue pass for l2.
+//
+// Device-resident inputs are checked for NaN / Inf here rather than by a separate pass and
+// round trip before the call: the row pass that every dot-family metric but dot makes anyway
+// raises a flag (a scan does it for dot and l1), read back at the one synchronisation at the
+// end. On the seed shapes that saves two scans and two host round trips, ~5% of a 0.3 ms call.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include <simkit/error.hpp>
 
@@ -11,6 +17,7 @@
 #include "core/backend.hpp"
 #include "gemm.hpp"
 #include "resources.hpp"
+#include "rows.hpp"
 #include "tile_ops.hpp"
 
 namespace simkit::detail::cuda {
@@ -29,7 +36,7 @@ struct Needs {
   size_t workspace;
   // Bytes of scratch for a block of mb queries and nb base rows.
   size_t bytes(int64_t mb, int64_t nb) const {
-    size_t b = Carver::round(workspace);
+    size_t b = Carver::round(workspace) + Carver::round(2 * sizeof(int));  // + the non-finite flags
     if (q_host) b += Carver::round(size_t(mb) * size_t(d) * 4);
     b += Carver::round(operand_scratch_floats(metric, mb, d, q_host) * 4);
     if (x_host) b += Carver::round(size_t(nb) * size_t(d) * 4);
@@ -77,6 +84,11 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
   r.arena.reserve(need.bytes(p.mb, p.nb), budget);
   Carver carve(r.arena);
   void* ws = p.workspace ? carve.take<unsigned char>(p.workspace) : nullptr;
+  int* bad = carve.take<int>(2);  // [0]: queries, [1]: base held a NaN or Inf
+  check_cuda(cudaMemsetAsync(bad, 0, 2 * sizeof(int), s), "cudaMemsetAsync");
+  const bool scan = metric == Metric::dot || metric == Metric::l1;  // no row pass to fuse with
+  if (scan && !need.q_host) flag_non_finite(Q.data, m * d, bad, r.multiprocessors, s);
+  if (scan && !need.x_host) flag_non_finite(X.data, n * d, bad + 1, r.multiprocessors, s);
   float* q_stage = need.q_host ? carve.take<float>(size_t(p.mb) * d) : nullptr;
   float* q_scratch = carve.take<float>(operand_scratch_floats(metric, p.mb, d, need.q_host));
   float* x_stage = need.x_host ? carve.take<float>(size_t(p.nb) * d) : nullptr;
@@ -89,7 +101,7 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
       check_cuda(cudaMemcpyAsync(x_stage, raw, size_t(rows) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
       raw = x_stage;
     }
-    return prepare_operand(metric, raw, need.x_host, rows, d, x_scratch, s);
+    return prepare_operand(metric, raw, need.x_host, rows, d, x_scratch, s, bad + 1);
   };
 
   const int64_t q_blocks = (m + p.mb - 1) / p.mb, x_blocks = (n + p.nb - 1) / p.nb;
@@ -103,7 +115,7 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
       check_cuda(cudaMemcpyAsync(q_stage, qraw, size_t(mb) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
       qraw = q_stage;
     }
-    const Operand qop = prepare_operand(metric, qraw, need.q_host, mb, d, q_scratch, s);
+    const Operand qop = prepare_operand(metric, qraw, need.q_host, mb, d, q_scratch, s, bad);
     for (int64_t j0 = 0; j0 < n; j0 += p.nb) {
       const int64_t nb = std::min(p.nb, n - j0);
       if (x_blocks > 1) xop = stage_x(j0, nb);
@@ -118,7 +130,13 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
       if (ctx.progress && (q_blocks * x_blocks > 1)) ctx.progress(double(done) / double(q_blocks * x_blocks));
     }
   }
+  int* bad_host = static_cast<int*>(r.pinned_small.data());
+  check_cuda(cudaMemcpyAsync(bad_host, bad, 2 * sizeof(int), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  // Same words as the host-side check in src/core/validate.cpp.
+  if (bad_host[0] || bad_host[1])
+    throw Error(ErrorCode::invalid_argument,
+                std::string(bad_host[0] ? "queries" : "base") + " contains NaN or Inf (found on the device)");
   if (ctx.progress) ctx.progress(1.0);
 }
 

@@ -17,7 +17,8 @@ __device__ __forceinline__ double warp_sum(double v) {
 
 template <RowOp OP>
 __global__ void __launch_bounds__(kRowBlock) row_prep_kernel(const float* in, int64_t ld_in, float* out, int64_t ld_out,
-                                                             float* norms, int64_t rows, int64_t d) {
+                                                             float* norms, int64_t rows, int64_t d,
+                                                             int* non_finite) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * (kRowBlock / 32);
   for (int64_t r = int64_t(blockIdx.x) * (kRowBlock / 32) + threadIdx.x / 32; r < rows; r += warps) {
@@ -34,6 +35,7 @@ __global__ void __launch_bounds__(kRowBlock) row_prep_kernel(const float* in, in
       ss += c * c;
     }
     ss = warp_sum(ss);
+    if (non_finite != nullptr && lane == 0 && !isfinite(ss)) *non_finite = 1;
     const double inv = ss > 0 ? 1.0 / sqrt(ss) : 0.0;
     if constexpr (OP == RowOp::sq_norms) {
       if (lane == 0) norms[r] = float(ss);
@@ -59,22 +61,22 @@ __global__ void fill_empty_kernel(float* keys, int64_t* ids, int64_t count) {
 }  // namespace
 
 void row_prep(RowOp op, const float* in, int64_t ld_in, float* out, int64_t ld_out, float* norms, int64_t rows,
-              int64_t d, cudaStream_t stream) {
+              int64_t d, cudaStream_t stream, int* non_finite) {
   if (rows <= 0) return;
   const int64_t want = (rows + kRowBlock / 32 - 1) / (kRowBlock / 32);
   const int grid = int(want < 65536 ? want : 65536);
   switch (op) {
     case RowOp::sq_norms:
-      row_prep_kernel<RowOp::sq_norms><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d);
+      row_prep_kernel<RowOp::sq_norms><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
       break;
     case RowOp::inv_norms:
-      row_prep_kernel<RowOp::inv_norms><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d);
+      row_prep_kernel<RowOp::inv_norms><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
       break;
     case RowOp::normalize:
-      row_prep_kernel<RowOp::normalize><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d);
+      row_prep_kernel<RowOp::normalize><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
       break;
     case RowOp::centre_normalize:
-      row_prep_kernel<RowOp::centre_normalize><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d);
+      row_prep_kernel<RowOp::centre_normalize><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
       break;
   }
   check_launch("row_prep_kernel");

@@ -20,9 +20,15 @@ namespace simkit::detail::cuda {
 enum class RowOp { sq_norms, inv_norms, normalize, centre_normalize };
 
 /// rows x d, row stride ld_in / ld_out. `norms` (rows floats) is written for the norm ops and
-/// optional (may be null) for the others; `out` is unused for the norm ops.
+/// optional (may be null) for the others; `out` is unused for the norm ops. When `non_finite`
+/// is given, *non_finite is set to 1 if any element is NaN or Inf: the float64 sum of squares
+/// is finite exactly when every element is, so the check costs one comparison per row.
 void row_prep(RowOp op, const float* in, int64_t ld_in, float* out, int64_t ld_out, float* norms, int64_t rows,
-              int64_t d, cudaStream_t stream);
+              int64_t d, cudaStream_t stream, int* non_finite = nullptr);
+
+/// Enqueues a scan of count floats that sets *flag to 1 if any is NaN or Inf (the flag is not
+/// cleared first; read it after the stream synchronises).
+void flag_non_finite(const float* p, int64_t count, int* flag, int multiprocessors, cudaStream_t stream);
 
 /// Fills count keys with +inf and ids with INT64_MAX: an empty running top-k.
 void fill_empty(float* keys, int64_t* ids, int64_t count, cudaStream_t stream);

@@ -20,7 +20,7 @@ size_t operand_scratch_floats(Metric metric, int64_t rows, int64_t d, bool raw_w
 }
 
 Operand prepare_operand(Metric metric, const float* raw, bool raw_writable, int64_t rows, int64_t d, float* scratch,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, int* non_finite) {
   Operand op;
   op.raw = raw;
   op.prep = raw;
@@ -29,14 +29,14 @@ Operand prepare_operand(Metric metric, const float* raw, bool raw_writable, int6
     case Metric::pearson: {
       float* out = raw_writable ? const_cast<float*>(raw) : scratch;
       row_prep(metric == Metric::cosine ? RowOp::normalize : RowOp::centre_normalize, raw, d, out, d, nullptr, rows, d,
-               stream);
+               stream, non_finite);
       op.prep = out;
       op.raw = nullptr;  // overwritten when prepared in place; nothing downstream needs it
       break;
     }
     case Metric::l2:
     case Metric::sqeuclidean:
-      row_prep(RowOp::sq_norms, raw, d, nullptr, 0, scratch, rows, d, stream);
+      row_prep(RowOp::sq_norms, raw, d, nullptr, 0, scratch, rows, d, stream, non_finite);
       op.sq_norms = scratch;
       break;
     case Metric::dot:

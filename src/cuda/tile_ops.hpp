@@ -31,8 +31,10 @@ struct Operand {
 size_t operand_scratch_floats(Metric metric, int64_t rows, int64_t d, bool raw_writable);
 
 /// Prepares rows x d raw device rows for metric_tile; `scratch` has operand_scratch_floats.
+/// When `non_finite` is given, the metrics that read every row here (all but dot and l1) set
+/// it to 1 on a NaN or Inf (dot and l1 leave the check to flag_non_finite).
 Operand prepare_operand(Metric metric, const float* raw, bool raw_writable, int64_t rows, int64_t d, float* scratch,
-                        cudaStream_t stream);
+                        cudaStream_t stream, int* non_finite = nullptr);
 
 /// out[i * ldo + j] = metric(q_i, x_j), i < m, j < n.
 void metric_tile(Resources& r, cudaStream_t stream, Metric metric, const Operand& q, int64_t m, const Operand& x,
