@@ -25,6 +25,9 @@ namespace cuda {
 // In a CPU-only build these are defined in src/core/cuda_absent.cpp: gpus() is empty and the
 // rest throw Error(unsupported).
 std::vector<GpuInfo> gpus();
+/// How many devices gpus() lists, without its per-call free-memory queries: what every call's
+/// device resolution needs, cheaply.
+int device_count();
 // Views may be host or device, independently.
 void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric,
               MatrixView<float> out);

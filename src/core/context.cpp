@@ -41,11 +41,11 @@ Device resolve_device(const Context& ctx) {
       throw Error(ErrorCode::unsupported, "this simkit was built without CUDA; use --device cpu or auto");
     return Device::cpu;
   }
-  const auto devices = detail::cuda::gpus();
-  const bool have = ctx.gpu_id >= 0 && ctx.gpu_id < static_cast<int>(devices.size());
+  const int count = detail::cuda::device_count();
+  const bool have = ctx.gpu_id >= 0 && ctx.gpu_id < count;
   if (have) return Device::gpu;
   if (ctx.device == Device::gpu)
-    throw Error(ErrorCode::device, devices.empty() ? "no CUDA device is visible to this process"
+    throw Error(ErrorCode::device, count == 0 ? "no CUDA device is visible to this process"
                                                    : "no CUDA device with id " + std::to_string(ctx.gpu_id));
   static std::once_flag notice;
   std::call_once(notice, [] { std::fprintf(stderr, "simkit: no usable CUDA device, running on the CPU\n"); });

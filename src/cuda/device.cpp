@@ -82,6 +82,8 @@ std::vector<GpuInfo> gpus() {
   return out;
 }
 
+int device_count() { return static_cast<int>(static_info().size()); }
+
 const char* compiled_architectures() noexcept {
   // CMake hands the list over space-separated; report it the way CMake spells it.
   static const std::string archs = [] {

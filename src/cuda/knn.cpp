@@ -4,8 +4,8 @@
 // the l1 kernel) writes an mb x nb score tile; the selection kernel (select_k.cuh) folds it into
 // each query's running list of the best C candidates, kept in device memory. Two tile buffers
 // alternate, and the product runs on one stream while the selection of the previous tile runs
-// on another, so the memory-bound selection hides under the compute-bound product. A tile is
-// sized to stay in L2 (a quarter of it per buffer, at most) between being written and read.
+// on another, so the selection hides under the compute-bound product. A tile holds as many
+// queries as possible, for the selection's parallelism (knn_plan.cpp has the measurements).
 // Memory is bounded by the budget whatever n: it holds two tiles, one query batch, its lists.
 //
 // Keys (smaller is better) per metric, from the product T = alpha * Q X^T:
@@ -75,7 +75,7 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
   const bool needs_aux = metric == Metric::l2 || metric == Metric::sqeuclidean || metric == Metric::cosine;
   shape.global_aux = needs_aux && !shape.x_host && size_t(n) * 4 <= budget / 4;
   shape.tile_aux = needs_aux && !shape.global_aux;
-  const KnnPlan p = plan_knn(shape, r.l2_bytes, budget);
+  const KnnPlan p = plan_knn(shape, budget);
 
   r.arena.reserve(p.bytes, budget);
   Carver carve(r.arena);

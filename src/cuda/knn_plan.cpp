@@ -42,13 +42,21 @@ size_t knn_bytes(const KnnShape& s, int64_t mb, int64_t nb) {
   return b + 2 * slot;
 }
 
-KnnPlan plan_knn(const KnnShape& s, size_t l2_bytes, size_t budget) {
-  const int64_t tile_elems = std::clamp<int64_t>(int64_t(l2_bytes / 16), int64_t(1) << 18, int64_t(1) << 22);
-  const int64_t nb_pref = std::min<int64_t>(s.n, 2048);
-  const int64_t mb_max = std::max<int64_t>(1, tile_elems / nb_pref);
-  const int64_t batches = (s.m + mb_max - 1) / mb_max;
+// The starting tile: as many queries as possible (up to kMaxBatch) times enough base rows for
+// about kTileElems scores. Measured on the H100, 1M x 128 base, 10,000 queries, k = 10
+// (bench/results/2026-11-22-h100.md), median ms by tile (queries x base rows):
+//   1429 x 2176 (the earlier L2-resident rule) 118.3   2500 x 2560 107.4   5000 x 1024 112.8
+//   5000 x 2048 104.1   10000 x 512 113.4   10000 x 1024 102.4   10000 x 2048 97.7   2048 x 4096 98.6
+// Keeping the tile in L2 does not pay: the selection is latency-bound, one warp per query, so
+// it wants many queries in flight, and the product wants many thread blocks per launch
+// (K = 128 is short). Two buffers of ~80 MB each are cheap next to a 512 MB base.
+constexpr int64_t kTileElems = int64_t{20} << 20;
+constexpr int64_t kMaxBatch = 16384;
+
+KnnPlan plan_knn(const KnnShape& s, size_t budget) {
+  const int64_t batches = (s.m + kMaxBatch - 1) / kMaxBatch;
   int64_t mb = (s.m + batches - 1) / batches;
-  int64_t nb = fit_nb(std::max(nb_pref, tile_elems / mb), s.n);
+  int64_t nb = fit_nb(std::max<int64_t>(256, (kTileElems / mb + 128) / 256 * 256), s.n);
   // SIMKIT_KNN_TILE=MBxNB overrides the starting tile (the budget still shrinks it): the knob
   // the tile measurements in bench/results were taken with.
   if (const char* v = std::getenv("SIMKIT_KNN_TILE")) {

@@ -27,10 +27,9 @@ struct KnnPlan {
 /// Device scratch for batches of mb queries and tiles of nb base rows (two tile slots).
 size_t knn_bytes(const KnnShape& s, int64_t mb, int64_t nb);
 
-/// The tile: about l2_bytes / 16 scores per buffer (two buffers, plus what the product and the
-/// selection touch besides, stay in L2), nb >= 2048 where n allows so that each query's
-/// selection reads long rows, the queries split evenly into batches; then shrunk until the
-/// scratch fits the budget. Throws Error(out_of_memory) when even 1 x 4 does not fit.
-KnnPlan plan_knn(const KnnShape& s, size_t l2_bytes, size_t budget);
+/// The tile: up to 16,384 queries per batch (split evenly) times enough base rows for about
+/// 20M scores per buffer (the measurements are in knn_plan.cpp); then shrunk until the scratch
+/// fits the budget. Throws Error(out_of_memory) when even 1 x 4 does not fit.
+KnnPlan plan_knn(const KnnShape& s, size_t budget);
 
 }  // namespace simkit::detail::cuda

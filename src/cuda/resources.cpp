@@ -60,7 +60,6 @@ Resources* create(int device) {
     check_cuda(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
     r->multiprocessors = p.multiProcessorCount;
     r->sm_major = p.major;
-    r->l2_bytes = size_t(p.l2CacheSize);
     r->smem_optin = p.sharedMemPerBlockOptin;
     for (cudaStream_t& s : r->stream) check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
     for (cudaEvent_t& e : r->event) check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");

@@ -52,7 +52,6 @@ struct Resources {
   int device = 0;
   int multiprocessors = 0;
   int sm_major = 0;
-  size_t l2_bytes = 0;
   size_t smem_optin = 0;
   // stream[0] computes; stream[1] runs the k-selection next to it; stream[2] copies.
   // Created blocking (not cudaStreamNonBlocking), so they also order after work the caller
