@@ -5,6 +5,9 @@
 #
 #   bash scripts/device-check.sh [all|tests|bench]      (default: all)
 #
+# Environment: SANITIZER=0 skips compute-sanitizer; SANITIZER_FILTER (a --gtest_filter) and
+# SANITIZER_TIMEOUT (seconds per run) bound it; SIMKIT_COMMIT names the commit in the table.
+#
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
 # needs (OpenBLAS, CLI11, GoogleTest) travel unpacked in .deps/root (scripts/fetch-device-deps.sh
 # makes it; name `.deps` in the device tool's carry list).
@@ -87,7 +90,9 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     PYTHONUNBUFFERED=1 python3 "$root/bench/peers/torch_peers.py" --csv "$OUT/torch.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
   fi
   if [ -f "$root/bench/compare.py" ]; then
-    python3 "$root/bench/compare.py" --out "$OUT/table.md" "$OUT"/simkit_*.csv "$OUT/torch.csv" && cat "$OUT/table.md"
+    python3 "$root/bench/compare.py" --out "$OUT/table.md" \
+      --device-name "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
+      ${SIMKIT_COMMIT:+--commit "$SIMKIT_COMMIT"} "$OUT"/simkit_*.csv "$OUT/torch.csv" && cat "$OUT/table.md"
   fi
 fi
 log "done, status $status"
