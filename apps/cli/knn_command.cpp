@@ -87,11 +87,13 @@ void run_knn(const KnnOptions& o) {
   std::optional<Matrix<int64_t>> truth;
   if (!o.truth.empty()) truth = read_truth(o.truth, Q.rows(), o.k);
   const double read_s = seconds_since(t0);
-  const std::string where = describe_device(ctx);
 
   t0 = std::chrono::steady_clock::now();
   KnnResult r = knn(ctx, Q.view(), X.view(), o.k, metric);
   const double search_s = seconds_since(t0);
+  // After the search, which validates its input first: bad input fails with its own message
+  // alone, with no device notice ahead of it.
+  const std::string where = describe_device(ctx);
   bar.finish();
 
   t0 = std::chrono::steady_clock::now();

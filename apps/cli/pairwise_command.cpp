@@ -40,7 +40,6 @@ void run_pairwise(const PairwiseOptions& o) {
     throw Error(ErrorCode::invalid_argument, "dimension mismatch: --queries '" + o.queries +
                                                  "' has d = " + std::to_string(Q.cols()) + ", --base '" + o.base +
                                                  "' has d = " + std::to_string(X.cols()));
-  const std::string where = describe_device(ctx);
 
   Matrix<float> S;
   try {
@@ -53,6 +52,7 @@ void run_pairwise(const PairwiseOptions& o) {
   t0 = std::chrono::steady_clock::now();
   pairwise(ctx, Q.view(), X.view(), metric, S.view());
   const double compute_s = seconds_since(t0);
+  const std::string where = describe_device(ctx);  // after the input checks, as in knn_command.cpp
   bar.finish();
 
   t0 = std::chrono::steady_clock::now();

@@ -19,13 +19,17 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
                 "k = " + std::to_string(k) + " exceeds the base size n = " + std::to_string(X.rows));
   detail::check_output_shape(values, Q.rows, k, "values");
   detail::check_output_shape(ids, Q.rows, k, "ids");
+  // Host data is checked before the device is resolved, so bad input fails with its own
+  // message alone (no "running on the CPU" notice ahead of it).
+  if (Q.where == Memory::host) detail::check_finite(ctx, Q, "queries");
+  if (X.where == Memory::host) detail::check_finite(ctx, X, "base");
   const Device dev = resolve_device(ctx);
   const bool any_on_device = Q.where == Memory::device || X.where == Memory::device ||
                              values.where == Memory::device || ids.where == Memory::device;
   if (dev == Device::cpu && any_on_device)
     throw Error(ErrorCode::invalid_argument, "the CPU backend needs host memory; pass host views or use the GPU");
-  detail::check_finite(ctx, Q, "queries");
-  detail::check_finite(ctx, X, "base");
+  if (Q.where == Memory::device) detail::check_finite(ctx, Q, "queries");
+  if (X.where == Memory::device) detail::check_finite(ctx, X, "base");
   if (dev == Device::gpu)
     detail::cuda::knn(ctx, Q, X, k, metric, values, ids);
   else
