@@ -16,27 +16,11 @@
 #include <simkit/error.hpp>
 #include <simkit/pairwise.hpp>
 
+#include "contexts.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
 namespace {
-
-#define SIMKIT_REQUIRE_GPU()                                                                              \
-  do {                                                                                                    \
-    if (::simkit::gpus().empty())                                                                         \
-      GTEST_SKIP() << "no CUDA device visible: " << (::simkit::built_with_cuda() ? "no GPU answers"       \
-                                                                                 : "CPU-only build");     \
-  } while (0)
-
-constexpr Metric kMetrics[] = {Metric::l2, Metric::sqeuclidean, Metric::cosine,
-                               Metric::dot, Metric::pearson, Metric::l1};
-
-Context gpu_context(size_t budget = 0) {
-  Context ctx;
-  ctx.device = Device::gpu;
-  ctx.gpu_memory_budget = budget;
-  return ctx;
-}
 
 /// Checks every element against the reference within the contract's tolerance and returns the
 /// largest error as the contract states it: absolute for the similarities, relative for the

@@ -18,112 +18,21 @@
 
 #include <simkit/knn.hpp>
 
+#include "contexts.hpp"
+#include "knn_check.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
 namespace {
 
-constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
-                               Metric::dot, Metric::pearson,     Metric::l1};
+/// Two values closer than a fifth of the promised accuracy may come out in either order: still
+/// several times the largest error test_pairwise_cpu measures (a few 1e-7), and narrow enough
+/// that most positions are id-checked at large d, where 1031 values crowd into a narrow band.
+constexpr double kNear = 0.2;
 
-Context cpu_context(int threads = 0) {
-  Context ctx;
-  ctx.device = Device::cpu;
-  ctx.threads = threads;
-  return ctx;
-}
-
-enum class Ties {
-  near_ok,  // values within tolerance of each other may come in either order
-  exact,    // additionally, equal reference values must come out ordered by id
-};
-
-/// How far a value may be off before its rank may legitimately differ from float64's: a tenth
-/// of the promised accuracy, still several times the largest error test_pairwise_cpu measures
-/// (a few 1e-7). Using the full tolerance here would excuse most positions at large d, where
-/// 1031 values crowd into a narrow band.
-double id_tolerance(Metric metric, double reference) { return 0.1 * tolerance(metric, reference); }
-
-struct CheckStats {
-  int64_t positions = 0, ids_checked = 0;
-};
-
-/// Checks r against the float64 truth for every query:
-///  - ids are valid and distinct, values ordered best first;
-///  - each value is within tolerance of the reference value of its own id;
-///  - the p-th returned row is as good as the true p-th best (within tolerance);
-///  - where the true p-th best stands apart from its neighbours by more than twice
-///    id_tolerance (or, with Ties::exact, ties them exactly), the id is the reference's.
-CheckStats expect_matches_reference(const Matrix<float>& Q, const Matrix<float>& X, int64_t k, Metric metric,
-                                    const KnnResult& r, Ties ties, const std::string& label) {
-  CheckStats st;
-  const int64_t n = X.rows(), d = X.cols();
-  const bool larger = larger_is_better(metric);
-  EXPECT_EQ(r.ids.rows(), Q.rows());
-  EXPECT_EQ(r.ids.cols(), k);
-  std::vector<double> ref(static_cast<size_t>(n));
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  int failures = 0;
-  auto fail = [&](int64_t i, int64_t p, const std::string& what) {
-    if (failures++ < 8) ADD_FAILURE() << label << ": query " << i << ", position " << p << ": " << what;
-  };
-  for (int64_t i = 0; i < Q.rows() && failures < 8; ++i) {
-    for (int64_t j = 0; j < n; ++j) ref[size_t(j)] = reference_metric(&Q(i, 0), &X(j, 0), d, metric);
-    std::iota(order.begin(), order.end(), 0);
-    const int64_t ranked = std::min(n, k + 1);
-    std::partial_sort(order.begin(), order.begin() + ranked, order.end(), [&](int64_t a, int64_t b) {
-      const double va = ref[size_t(a)], vb = ref[size_t(b)];
-      if (va != vb) return larger ? va > vb : va < vb;
-      return a < b;
-    });
-    std::set<int64_t> seen;
-    for (int64_t p = 0; p < k; ++p) {
-      ++st.positions;
-      const int64_t id = r.ids(i, p);
-      const double v = r.values(i, p);
-      if (id < 0 || id >= n) {
-        fail(i, p, "id " + std::to_string(id) + " out of range");
-        continue;
-      }
-      if (!seen.insert(id).second) fail(i, p, "id " + std::to_string(id) + " repeated");
-      if (p > 0 && (larger ? v > r.values(i, p - 1) : v < r.values(i, p - 1)))
-        fail(i, p, "values not best first: " + std::to_string(r.values(i, p - 1)) + " then " + std::to_string(v));
-      const double own = ref[size_t(id)];
-      if (!(std::abs(v - own) <= tolerance(metric, own)))
-        fail(i, p,
-             "value " + std::to_string(v) + " vs reference " + std::to_string(own) + " for id " + std::to_string(id));
-      const double truth = ref[size_t(order[size_t(p)])];
-      if (!(std::abs(own - truth) <= tolerance(metric, truth)))
-        fail(i, p,
-             "id " + std::to_string(id) + " (reference " + std::to_string(own) + ") is not the " + std::to_string(p) +
-                 "-th best (" + std::to_string(truth) + ", id " + std::to_string(order[size_t(p)]) + ")");
-      // Is the true p-th value apart from every other value nearby? With Ties::exact, rows
-      // that tie it exactly (a group that must come out in id order) do not count as near.
-      bool decidable = true;
-      const double near = 2 * id_tolerance(metric, truth);
-      for (int64_t step : {-1, 1})
-        for (int64_t q = p + step; decidable && q >= 0 && q < ranked; q += step) {
-          const double gap = std::abs(ref[size_t(order[size_t(q)])] - truth);
-          if (gap > near) break;
-          if (!(gap == 0 && ties == Ties::exact)) decidable = false;
-        }
-      if (decidable) {
-        ++st.ids_checked;
-        if (id != order[size_t(p)])
-          fail(i, p,
-               "id " + std::to_string(id) + ", reference id " + std::to_string(order[size_t(p)]) + " (value " +
-                   std::to_string(truth) + ")");
-      }
-    }
-  }
-  return st;
-}
-
-void expect_same_bits(const KnnResult& a, const KnnResult& b, const std::string& label) {
-  ASSERT_EQ(a.ids.size(), b.ids.size());
-  EXPECT_EQ(std::memcmp(a.ids.data(), b.ids.data(), size_t(a.ids.size()) * sizeof(int64_t)), 0) << label << ": ids";
-  EXPECT_EQ(std::memcmp(a.values.data(), b.values.data(), size_t(a.values.size()) * sizeof(float)), 0)
-      << label << ": values";
+KnnCheck expect_matches_reference(const Matrix<float>& Q, const Matrix<float>& X, int64_t k, Metric metric,
+                                  const KnnResult& r, Ties ties, const std::string& label) {
+  return expect_knn_matches_reference(Q, X, k, metric, r, ties, kNear, label);
 }
 
 std::string name_of(Metric metric, int64_t d) { return std::string(to_string(metric)) + "_d" + std::to_string(d); }
@@ -139,13 +48,13 @@ TEST_P(KnnAccuracy, MatchesFloat64Reference) {
   Matrix<float> Q = random_matrix(37, d, seed);
   Matrix<float> X = random_matrix(1031, d, seed + 1);
   if (metric == Metric::dot) normalize_rows(Q), normalize_rows(X);
-  CheckStats total;
+  KnnCheck total;
   for (int64_t k : {int64_t{1}, int64_t{17}, int64_t{515}, int64_t{1031}}) {
     const std::string label = name_of(metric, d) + " k=" + std::to_string(k);
     const KnnResult one = knn(cpu_context(1), Q.view(), X.view(), k, metric);
     const KnnResult two = knn(cpu_context(2), Q.view(), X.view(), k, metric);
     expect_same_bits(one, two, label + " 1 vs 2 threads");
-    const CheckStats st = expect_matches_reference(Q, X, k, metric, two, Ties::near_ok, label);
+    const KnnCheck st = expect_matches_reference(Q, X, k, metric, two, Ties::near_ok, label);
     total.positions += st.positions, total.ids_checked += st.ids_checked;
   }
   std::printf("  %-16s ids compared at %lld of %lld positions (the rest are near-ties)\n", name_of(metric, d).c_str(),
@@ -300,7 +209,7 @@ TEST(KnnCpu, FarFromOrigin) {
     for (int64_t e = 0; e < A->size(); ++e) A->data()[e] = 1000.f + 0.01f * A->data()[e];
   for (Metric metric : {Metric::l2, Metric::sqeuclidean, Metric::l1, Metric::pearson}) {
     const KnnResult r = knn(cpu_context(), Q.view(), X.view(), 20, metric);
-    const CheckStats st =
+    const KnnCheck st =
         expect_matches_reference(Q, X, 20, metric, r, Ties::near_ok, std::string(to_string(metric)) + " offset 1000");
     EXPECT_GT(st.ids_checked, st.positions * 9 / 10);
   }

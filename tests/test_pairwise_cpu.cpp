@@ -14,20 +14,11 @@
 
 #include <simkit/pairwise.hpp>
 
+#include "contexts.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
 namespace {
-
-constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
-                               Metric::dot, Metric::pearson,     Metric::l1};
-
-Context cpu_context(int threads = 0) {
-  Context ctx;
-  ctx.device = Device::cpu;
-  ctx.threads = threads;
-  return ctx;
-}
 
 /// Largest errors seen per metric over the whole run, printed when the binary ends so the
 /// figures can be quoted (each ctest process prints its own test's share).

@@ -12,16 +12,11 @@
 #include <simkit/knn.hpp>
 #include <simkit/pairwise.hpp>
 
+#include "contexts.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
 namespace {
-
-Context cpu_context() {
-  Context ctx;
-  ctx.device = Device::cpu;
-  return ctx;
-}
 
 /// f() must throw simkit::Error with code invalid_argument and a message containing `needle`.
 void expect_invalid(const std::function<void()>& f, const std::string& needle) {
