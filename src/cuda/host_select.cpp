@@ -60,11 +60,7 @@ HostTopK::HostTopK(int64_t rows, int64_t keep, bool larger_is_better)
     : keep_(keep), larger_(larger_is_better), best_(size_t(rows)) {}
 
 void HostTopK::add_tile(const float* tile, int64_t ld, int64_t cols, int64_t id0) {
-  const bool larger = larger_;
-  auto better = [larger](const Pair& a, const Pair& b) {
-    if (a.first != b.first) return larger ? a.first > b.first : a.first < b.first;
-    return a.second < b.second;
-  };
+  auto better = [this](const Pair& a, const Pair& b) { return this->better(a, b); };
   const int64_t rows = int64_t(best_.size());
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t r = 0; r < rows; ++r) {
@@ -80,11 +76,7 @@ void HostTopK::add_tile(const float* tile, int64_t ld, int64_t cols, int64_t id0
 }
 
 void HostTopK::finish() {
-  const bool larger = larger_;
-  auto better = [larger](const Pair& a, const Pair& b) {
-    if (a.first != b.first) return larger ? a.first > b.first : a.first < b.first;
-    return a.second < b.second;
-  };
+  auto better = [this](const Pair& a, const Pair& b) { return this->better(a, b); };
   const int64_t rows = int64_t(best_.size());
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t r = 0; r < rows; ++r) std::sort(best_[size_t(r)].begin(), best_[size_t(r)].end(), better);

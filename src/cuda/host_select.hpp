@@ -31,6 +31,12 @@ class HostTopK {
   const std::vector<std::pair<float, int64_t>>& row(int64_t r) const { return best_[std::size_t(r)]; }
 
  private:
+  // The metric's order on (value, id): the better value first, the lower id among equals.
+  bool better(const std::pair<float, int64_t>& a, const std::pair<float, int64_t>& b) const {
+    if (a.first != b.first) return larger_ ? a.first > b.first : a.first < b.first;
+    return a.second < b.second;
+  }
+
   int64_t keep_;
   bool larger_;
   std::vector<std::vector<std::pair<float, int64_t>>> best_;
