@@ -16,6 +16,7 @@ packages=(
   libcli11-dev        # the simkit command line
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev
+  clang-format        # the formatting test (scripts/check-format.sh)
 )
 
 missing=()

@@ -118,10 +118,12 @@ TEST(BenchHarness, CsvLineMatchesHeader) {
   r.pct_peak = 23.04;
   r.error = 1.25e-7;
   r.check = "PASS";
-  EXPECT_EQ(b::csv_line(r), "pairwise,seed0-d384,cosine,1000,10000,384,0,gpu,0.5000,0.2500,1.0000,15360.0,23.0,1.25e-07,PASS");
+  EXPECT_EQ(b::csv_line(r),
+            "pairwise,seed0-d384,cosine,1000,10000,384,0,gpu,0.5000,0.2500,1.0000,15360.0,23.0,1.25e-07,PASS");
   r.pct_peak.reset();
   r.case_name = "a,\"b\"";
-  EXPECT_EQ(b::csv_line(r), "pairwise,\"a,\"\"b\"\"\",cosine,1000,10000,384,0,gpu,0.5000,0.2500,1.0000,15360.0,,1.25e-07,PASS");
+  EXPECT_EQ(b::csv_line(r),
+            "pairwise,\"a,\"\"b\"\"\",cosine,1000,10000,384,0,gpu,0.5000,0.2500,1.0000,15360.0,,1.25e-07,PASS");
   const std::string header = b::csv_header();
   EXPECT_EQ(std::count(header.begin(), header.end(), ','), 14);
   const std::string doc = b::csv_document({r, r});
@@ -133,7 +135,7 @@ TEST(BenchHarness, TableAlignsColumns) {
   EXPECT_EQ(t.header(), "name        ms\n------  ------");
   EXPECT_EQ(t.row({"ab", "1.5"}), "ab         1.5");
   EXPECT_EQ(t.row({"abcdefgh", "2"}), "abcdefgh       2");  // too wide: pushes right, never cut
-  EXPECT_EQ(t.row({"x"}), "x");                           // missing cells are blank, no trailing space
+  EXPECT_EQ(t.row({"x"}), "x");                             // missing cells are blank, no trailing space
 }
 
 TEST(BenchHarness, ParseIntList) {

@@ -65,8 +65,8 @@ TEST_P(GpuKnnAccuracy, MatchesFloat64Reference) {
     checked += expect_matches_reference(Q, X, k, metric, r, false, name_of(metric, d) + " k=" + std::to_string(k));
     positions += Q.rows() * k;
   }
-  std::printf("  %-16s ids compared at %lld of %lld positions (the rest are near-ties)\n",
-              name_of(metric, d).c_str(), static_cast<long long>(checked), static_cast<long long>(positions));
+  std::printf("  %-16s ids compared at %lld of %lld positions (the rest are near-ties)\n", name_of(metric, d).c_str(),
+              static_cast<long long>(checked), static_cast<long long>(positions));
   // At d = 1000 the distances crowd together (relative gaps ~4e-5), so a third of the
   // positions have a neighbour within the tolerance; half is the floor that keeps the id
   // comparison meaningful without flaking on a seed.

@@ -196,8 +196,8 @@ TEST(GpuPairwise, NonFiniteDeviceInputIsRefused) {
         bad(bad.rows() - 1, 12) = poison;
         const DeviceMatrix<float> dBad(ctx, bad.view()), dGood(ctx, (in_base ? Q : X).view());
         Matrix<float> out(3, 50);
-        const std::string label = std::string(to_string(metric)) + (in_base ? " base " : " queries ") +
-                                  std::to_string(poison);
+        const std::string label =
+            std::string(to_string(metric)) + (in_base ? " base " : " queries ") + std::to_string(poison);
         try {
           if (in_base)
             pairwise(ctx, dGood.view(), dBad.view(), metric, out.view());

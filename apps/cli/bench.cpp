@@ -44,14 +44,16 @@ Setup prepare(const Options& o, const char* suite, int gpu_repeat, int cpu_repea
                 g.multiprocessors, double(g.total_memory) / double(1ull << 30));
     std::printf("  ceilings:  FP32 peak %.1f TFLOP/s (SMs x FP32 lanes x 2 x boost clock), memory %.0f GB/s\n",
                 g.fp32_tflops, g.memory_bandwidth_gbs);
-    std::printf("  method:    fp32, no TF32; inputs and outputs resident on the GPU; time = host clock around\n"
-                "             the synchronous call plus synchronize(); median of %d runs after %d warm-up runs\n",
-                s.repeat, s.warmup);
+    std::printf(
+        "  method:    fp32, no TF32; inputs and outputs resident on the GPU; time = host clock around\n"
+        "             the synchronous call plus synchronize(); median of %d runs after %d warm-up runs\n",
+        s.repeat, s.warmup);
   } else {
     std::printf("  device:    cpu, %d threads (no FP32 peak known: %% of peak is n/a)\n", s.host_threads);
-    std::printf("  method:    fp32; host matrices; time = host clock around the call; median of %d runs after\n"
-                "             %d warm-up runs%s\n",
-                s.repeat, s.warmup, s.repeat < 10 ? " (fewer than 10: a rough figure)" : "");
+    std::printf(
+        "  method:    fp32; host matrices; time = host clock around the call; median of %d runs after\n"
+        "             %d warm-up runs%s\n",
+        s.repeat, s.warmup, s.repeat < 10 ? " (fewer than 10: a rough figure)" : "");
   }
   std::fflush(stdout);
   return s;
@@ -78,8 +80,7 @@ void add_common_options(CLI::App* sub, bench::Options& o, const char* repeat_hel
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
       ->capture_default_str();
   sub->add_option("--repeat", o.repeat, repeat_help)->check(CLI::Range(1, 1000000));
-  sub->add_option("--warmup", o.warmup, warmup_help)
-      ->check(CLI::Range(0, 100000));
+  sub->add_option("--warmup", o.warmup, warmup_help)->check(CLI::Range(0, 100000));
   sub->add_option("--csv", o.csv, "also write the results as CSV to this file");
   sub->add_flag("--quick", o.quick, "small sizes: a smoke run, not a measurement");
   sub->add_option("--threads", o.threads, "CPU threads (0: all)")->check(CLI::Range(0, 1 << 16))->capture_default_str();
@@ -109,8 +110,9 @@ void add_bench_command(CLI::App& app) {
   add_common_options(knn_cmd, *kn, "timed runs (default 10 on the GPU, 3 on the CPU; at least 10 on the GPU)",
                      "untimed runs before the timed ones (default 2 on the GPU, 1 on the CPU)");
   knn_cmd->add_option("--cases", kn->cases, "which cases, by dimension: 128, 768 or 128,768")->capture_default_str();
-  knn_cmd->add_option("--queries", kn->queries,
-                      "queries per case (default: the case's; on the CPU 1,000 for d = 128 and 100 for d = 768)")
+  knn_cmd
+      ->add_option("--queries", kn->queries,
+                   "queries per case (default: the case's; on the CPU 1,000 for d = 128 and 100 for d = 768)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   knn_cmd->callback([kn] { bench::run_knn_suite(*kn); });
 }

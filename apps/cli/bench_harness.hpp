@@ -46,10 +46,10 @@ void run_knn_suite(const Options& options);       // bench_knn.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {
-  Context ctx;              // device resolved to cpu or gpu
+  Context ctx;                 // device resolved to cpu or gpu
   std::optional<GpuInfo> gpu;  // the GPU timed, when ctx.device is gpu
   int repeat = 0, warmup = 0;
-  int host_threads = 1;     // for the float64 references
+  int host_threads = 1;  // for the float64 references
 };
 
 /// Resolves the device (auto -> cpu or gpu), the run counts (GPU timings need >= 10 runs; the
@@ -283,11 +283,10 @@ inline std::string csv_line(const Row& r) {
   char err[64];
   std::snprintf(err, sizeof err, "%.6g", r.error);
   std::ostringstream s;
-  s << csv_field(r.suite) << ',' << csv_field(r.case_name) << ',' << csv_field(r.metric) << ',' << r.m << ','
-    << r.n << ',' << r.d << ',' << r.k << ',' << csv_field(r.device) << ',' << format_number(r.stats.median_ms, 4)
-    << ',' << format_number(r.stats.min_ms, 4) << ',' << format_number(r.stats.max_ms, 4) << ','
-    << format_number(r.gflops, 1) << ',' << (r.pct_peak ? format_number(*r.pct_peak, 1) : std::string()) << ','
-    << err << ',' << csv_field(r.check);
+  s << csv_field(r.suite) << ',' << csv_field(r.case_name) << ',' << csv_field(r.metric) << ',' << r.m << ',' << r.n
+    << ',' << r.d << ',' << r.k << ',' << csv_field(r.device) << ',' << format_number(r.stats.median_ms, 4) << ','
+    << format_number(r.stats.min_ms, 4) << ',' << format_number(r.stats.max_ms, 4) << ',' << format_number(r.gflops, 1)
+    << ',' << (r.pct_peak ? format_number(*r.pct_peak, 1) : std::string()) << ',' << err << ',' << csv_field(r.check);
   return s.str();
 }
 

@@ -29,8 +29,8 @@ namespace {
 
 constexpr int64_t kK = 10;
 constexpr Metric kMetric = Metric::sqeuclidean;
-constexpr int64_t kGpuSample = 200;  // queries re-searched on the CPU backend after a GPU run
-constexpr int64_t kCpuSample = 10;   // queries re-searched in float64 after a CPU run
+constexpr int64_t kGpuSample = 200;     // queries re-searched on the CPU backend after a GPU run
+constexpr int64_t kCpuSample = 10;      // queries re-searched in float64 after a CPU run
 constexpr double kTieTolerance = 1e-5;  // a "miss" this close to the k-th distance is a tie
 
 struct Case {
@@ -65,10 +65,10 @@ TablePrinter knn_table() {
 }
 
 struct RecallReport {
-  double recall = 0;      // hits / (rows x k)
-  int64_t misses = 0;     // found ids absent from the reference
-  int64_t ties = 0;       // of those, ones whose float64 distance ties the reference's k-th
-  int64_t bad_rows = 0;   // rows with an id out of range, a repeated id or a non-finite value
+  double recall = 0;     // hits / (rows x k)
+  int64_t misses = 0;    // found ids absent from the reference
+  int64_t ties = 0;      // of those, ones whose float64 distance ties the reference's k-th
+  int64_t bad_rows = 0;  // rows with an id out of range, a repeated id or a non-finite value
 };
 
 // Compares rows `rows` of (ids, values) with the reference ids (one row per sampled query).
@@ -118,9 +118,10 @@ void run_knn_suite(const Options& o) {
               to_string(kMetric), (unsigned long long)o.seed,
               o.quick ? " (--quick: smoke-run sizes, not a measurement)" : "");
   if (on_gpu)
-    std::printf("  check:     recall@%lld of the GPU ids vs simkit::knn on the CPU, on %lld queries; misses that tie\n"
-                "             the k-th distance within %.0e (float64) are reported and do not fail the check\n\n",
-                (long long)kK, (long long)kGpuSample, kTieTolerance);
+    std::printf(
+        "  check:     recall@%lld of the GPU ids vs simkit::knn on the CPU, on %lld queries; misses that tie\n"
+        "             the k-th distance within %.0e (float64) are reported and do not fail the check\n\n",
+        (long long)kK, (long long)kGpuSample, kTieTolerance);
   else
     std::printf("  check:     recall@%lld vs a float64 brute force on %lld queries\n\n", (long long)kK,
                 (long long)kCpuSample);
@@ -202,7 +203,8 @@ void run_knn_suite(const Options& o) {
       for (size_t r = 0; r < sample.size(); ++r)
         expected.emplace_back(&ref.ids(int64_t(r), 0), &ref.ids(int64_t(r), 0) + kK);
     } else {
-      for (int64_t i : sample) expected.push_back(reference_knn_row(Q.view().row(i), X.view(), kK, kMetric, s.host_threads));
+      for (int64_t i : sample)
+        expected.push_back(reference_knn_row(Q.view().row(i), X.view(), kK, kMetric, s.host_threads));
     }
     const double ref_s = seconds_since(t0);
     const RecallReport rep = compare(Q.view(), X.view(), ids, values, sample, expected);
@@ -232,21 +234,21 @@ void run_knn_suite(const Options& o) {
 
   std::printf("\n%s\n", table.header().c_str());
   for (const Row& r : rows)
-    std::printf("%s\n", table
-                            .row({r.case_name,
-                                  std::to_string(r.m) + " x " + std::to_string(r.n) + " x " + std::to_string(r.d),
-                                  std::to_string(r.k), format_number(r.stats.median_ms, 2),
-                                  format_number(r.stats.min_ms, 2), format_number(r.stats.max_ms, 2),
-                                  format_number(r.gflops, r.gflops < 100 ? 1 : 0),
-                                  r.pct_peak ? format_number(*r.pct_peak, 1) : std::string("n/a"),
-                                  format_number(r.error, 4), r.check})
-                            .c_str());
+    std::printf(
+        "%s\n",
+        table
+            .row({r.case_name, std::to_string(r.m) + " x " + std::to_string(r.n) + " x " + std::to_string(r.d),
+                  std::to_string(r.k), format_number(r.stats.median_ms, 2), format_number(r.stats.min_ms, 2),
+                  format_number(r.stats.max_ms, 2), format_number(r.gflops, r.gflops < 100 ? 1 : 0),
+                  r.pct_peak ? format_number(*r.pct_peak, 1) : std::string("n/a"), format_number(r.error, 4), r.check})
+            .c_str());
 
   int failed = 0;
   for (const auto& r : rows) failed += r.check == "PASS" ? 0 : 1;
-  std::printf("\n%zu cases, %d failed the recall check. GFLOP/s = 2 m n d / median time (the distance products;\n"
-              "selection is not counted).\n",
-              rows.size(), failed);
+  std::printf(
+      "\n%zu cases, %d failed the recall check. GFLOP/s = 2 m n d / median time (the distance products;\n"
+      "selection is not counted).\n",
+      rows.size(), failed);
   write_csv(o.csv, rows);
   if (failed > 0) throw std::runtime_error(std::to_string(failed) + " knn case(s) failed the recall check");
 }

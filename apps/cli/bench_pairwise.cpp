@@ -49,10 +49,12 @@ void run_pairwise_suite(const Options& o) {
   const std::vector<Metric> metrics = {Metric::cosine, Metric::l2, Metric::pearson};
 
   std::printf("  workload:  %lld queries x %lld base rows, uniform in [-1, 1), seed %llu%s\n", (long long)m,
-              (long long)n, (unsigned long long)o.seed, o.quick ? " (--quick: smoke-run sizes, not a measurement)" : "");
-  std::printf("  check:     max |error| vs float64 (l2: relative, |error| / max(|ref|, 1)) on %lld query rows x all\n"
-              "             base rows; PASS at <= %.0e\n\n",
-              (long long)kSampleRows, kTolerance);
+              (long long)n, (unsigned long long)o.seed,
+              o.quick ? " (--quick: smoke-run sizes, not a measurement)" : "");
+  std::printf(
+      "  check:     max |error| vs float64 (l2: relative, |error| / max(|ref|, 1)) on %lld query rows x all\n"
+      "             base rows; PASS at <= %.0e\n\n",
+      (long long)kSampleRows, kTolerance);
   const TablePrinter table = pairwise_table();
   std::printf("%s\n", table.header().c_str());
   std::fflush(stdout);
@@ -133,12 +135,12 @@ void run_pairwise_suite(const Options& o) {
 
   int failed = 0;
   for (const auto& r : rows) failed += r.check == "PASS" ? 0 : 1;
-  std::printf("\n%zu cases, %d failed the correctness check. GFLOP/s = 2 m n d / median time; GB/s counts the\n"
-              "inputs read once and the m x n output written once.\n",
-              rows.size(), failed);
+  std::printf(
+      "\n%zu cases, %d failed the correctness check. GFLOP/s = 2 m n d / median time; GB/s counts the\n"
+      "inputs read once and the m x n output written once.\n",
+      rows.size(), failed);
   write_csv(o.csv, rows);
-  if (failed > 0)
-    throw std::runtime_error(std::to_string(failed) + " pairwise case(s) failed the correctness check");
+  if (failed > 0) throw std::runtime_error(std::to_string(failed) + " pairwise case(s) failed the correctness check");
 }
 
 }  // namespace simkit::cli::bench

@@ -39,7 +39,7 @@ struct GpuInfo {
   int sm_major = 0, sm_minor = 0;
   int multiprocessors = 0;
   size_t total_memory = 0, free_memory = 0;
-  double fp32_tflops = 0;        // peak FMA rate: SMs x FP32 lanes x 2 x boost clock
+  double fp32_tflops = 0;           // peak FMA rate: SMs x FP32 lanes x 2 x boost clock
   double memory_bandwidth_gbs = 0;  // from the memory clock and bus width
 };
 

@@ -24,11 +24,10 @@ struct KnnResult {
 /// found through the fast ||q||^2 - 2 q.x + ||x||^2 expansion are re-scored directly.
 /// Throws Error(invalid_argument) when k < 1, k > n, sets are empty, dimensions differ,
 /// output shapes are wrong, or an input holds NaN/Inf.
-void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k,
-         Metric metric, MatrixView<float> values, MatrixView<int64_t> ids);
+void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
+         MatrixView<float> values, MatrixView<int64_t> ids);
 
 /// Convenience form returning host matrices.
-KnnResult knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k,
-              Metric metric);
+KnnResult knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric);
 
 }  // namespace simkit

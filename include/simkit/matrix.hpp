@@ -22,8 +22,7 @@ struct MatrixView {
   Memory where = Memory::host;
 
   constexpr MatrixView() = default;
-  constexpr MatrixView(T* d, int64_t r, int64_t c, Memory w = Memory::host)
-      : data(d), rows(r), cols(c), where(w) {}
+  constexpr MatrixView(T* d, int64_t r, int64_t c, Memory w = Memory::host) : data(d), rows(r), cols(c), where(w) {}
   // A view of T converts to a view of const T.
   template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   constexpr MatrixView(const MatrixView<U>& o) : data(o.data), rows(o.rows), cols(o.cols), where(o.where) {}

@@ -20,7 +20,6 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
               MatrixView<float> out);
 
 /// Convenience form returning a host matrix.
-Matrix<float> pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X,
-                       Metric metric);
+Matrix<float> pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric);
 
 }  // namespace simkit

@@ -46,7 +46,7 @@ Device resolve_device(const Context& ctx) {
   if (have) return Device::gpu;
   if (ctx.device == Device::gpu)
     throw Error(ErrorCode::device, count == 0 ? "no CUDA device is visible to this process"
-                                                   : "no CUDA device with id " + std::to_string(ctx.gpu_id));
+                                              : "no CUDA device with id " + std::to_string(ctx.gpu_id));
   static std::once_flag notice;
   std::call_once(notice, [] { std::fprintf(stderr, "simkit: no usable CUDA device, running on the CPU\n"); });
   return Device::cpu;

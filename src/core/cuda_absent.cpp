@@ -13,9 +13,7 @@ namespace {
 
 std::vector<GpuInfo> gpus() { return {}; }
 int device_count() { return 0; }
-void pairwise(const Context&, MatrixView<const float>, MatrixView<const float>, Metric, MatrixView<float>) {
-  refuse();
-}
+void pairwise(const Context&, MatrixView<const float>, MatrixView<const float>, Metric, MatrixView<float>) { refuse(); }
 void knn(const Context&, MatrixView<const float>, MatrixView<const float>, int64_t, Metric, MatrixView<float>,
          MatrixView<int64_t>) {
   refuse();

@@ -24,8 +24,8 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
   if (Q.where == Memory::host) detail::check_finite(ctx, Q, "queries");
   if (X.where == Memory::host) detail::check_finite(ctx, X, "base");
   const Device dev = resolve_device(ctx);
-  const bool any_on_device = Q.where == Memory::device || X.where == Memory::device ||
-                             values.where == Memory::device || ids.where == Memory::device;
+  const bool any_on_device = Q.where == Memory::device || X.where == Memory::device || values.where == Memory::device ||
+                             ids.where == Memory::device;
   if (dev == Device::cpu && any_on_device)
     throw Error(ErrorCode::invalid_argument, "the CPU backend needs host memory; pass host views or use the GPU");
   if (Q.where == Memory::device) detail::check_finite(ctx, Q, "queries");

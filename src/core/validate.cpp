@@ -25,8 +25,7 @@ void check_points(MatrixView<const float> m, const char* name) {
 
 void check_same_dim(MatrixView<const float> Q, MatrixView<const float> X) {
   if (Q.cols != X.cols)
-    fail("dimension mismatch: queries have d = " + std::to_string(Q.cols) + ", base has d = " +
-         std::to_string(X.cols));
+    fail("dimension mismatch: queries have d = " + std::to_string(Q.cols) + ", base has d = " + std::to_string(X.cols));
 }
 
 template <class T>

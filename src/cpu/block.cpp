@@ -57,17 +57,14 @@ void BlockEngine::compute(Workspace& ws, int64_t i0, int64_t tq, int64_t j0, int
   gemm_nt(q, tq, x, tx, d, out, ldo);
   switch (metric_) {
     case Metric::cosine:
-    case Metric::pearson:
-      cosine_epilogue(out, ldo, tq, tx, q_stats_.inv.data() + i0, x_stats_.inv.data() + j0);
-      break;
+    case Metric::pearson: cosine_epilogue(out, ldo, tq, tx, q_stats_.inv.data() + i0, x_stats_.inv.data() + j0); break;
     case Metric::l2:
     case Metric::sqeuclidean:
       sqdist_epilogue(out, ldo, tq, tx, q_stats_.sq.data() + i0, x_stats_.sq.data() + j0, q, x, d, tau_,
                       metric_ == Metric::l2 && !squared);
       break;
     case Metric::dot:
-    case Metric::l1:
-      break;
+    case Metric::l1: break;
   }
 }
 

@@ -59,19 +59,15 @@ RowStats row_stats(MatrixView<const float> A, Metric metric, int threads) {
   const int64_t rows = A.rows, d = A.cols;
   switch (metric) {
     case Metric::l2:
-    case Metric::sqeuclidean:
-      s.sq.resize(static_cast<size_t>(rows));
+    case Metric::sqeuclidean: s.sq.resize(static_cast<size_t>(rows));
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
       for (int64_t i = 0; i < rows; ++i) s.sq[static_cast<size_t>(i)] = row_sum_sq(A.row(i), d);
       break;
-    case Metric::cosine:
-      s.inv.resize(static_cast<size_t>(rows));
+    case Metric::cosine: s.inv.resize(static_cast<size_t>(rows));
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
       for (int64_t i = 0; i < rows; ++i) s.inv[static_cast<size_t>(i)] = inverse_norm(row_sum_sq(A.row(i), d));
       break;
-    case Metric::pearson:
-      s.inv.resize(static_cast<size_t>(rows));
-      s.mean.resize(static_cast<size_t>(rows));
+    case Metric::pearson: s.inv.resize(static_cast<size_t>(rows)); s.mean.resize(static_cast<size_t>(rows));
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
       for (int64_t i = 0; i < rows; ++i) {
         const double mean = row_sum(A.row(i), d) / static_cast<double>(d);
@@ -80,8 +76,7 @@ RowStats row_stats(MatrixView<const float> A, Metric metric, int threads) {
       }
       break;
     case Metric::dot:
-    case Metric::l1:
-      break;
+    case Metric::l1: break;
   }
   return s;
 }

@@ -11,7 +11,7 @@ namespace {
 
 using simd::f8;
 
-constexpr int64_t kFlushEvery = 16 * 8;   // floats per lane-run before folding into double
+constexpr int64_t kFlushEvery = 16 * 8;  // floats per lane-run before folding into double
 constexpr int64_t kSliceBytes = 256 * 1024;
 
 // R query rows x C base rows, all of length d; writes out[r * ldo + c].

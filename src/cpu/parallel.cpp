@@ -18,8 +18,8 @@ int cpu_threads(const Context& ctx) {
 namespace {
 // Shared by every live BlasSerialScope in the process.
 std::mutex blas_mutex;
-int blas_depth = 0;       // scopes alive
-int blas_saved = 1;       // OpenBLAS thread count to restore when the last scope ends
+int blas_depth = 0;  // scopes alive
+int blas_saved = 1;  // OpenBLAS thread count to restore when the last scope ends
 }  // namespace
 
 BlasSerialScope::BlasSerialScope() {

@@ -83,10 +83,14 @@ __device__ void merge_into_list(float* lk, int64_t* li, float* bk, int64_t* bi, 
       const int64_t bii = bi[i], bij = bi[j];
       const float lki = i < C ? lk[i] : kInf, lkj = j < C ? lk[j] : kInf;
       const int64_t lii = i < C ? li[i] : kNoId, lij = j < C ? li[j] : kNoId;
-      if (before(lki, lii, bkj, bij)) bk[i] = lki, bi[i] = lii;
-      else bk[i] = bkj, bi[i] = bij;
-      if (before(lkj, lij, bki, bii)) bk[j] = lkj, bi[j] = lij;
-      else bk[j] = bki, bi[j] = bii;
+      if (before(lki, lii, bkj, bij))
+        bk[i] = lki, bi[i] = lii;
+      else
+        bk[i] = bkj, bi[i] = bij;
+      if (before(lkj, lij, bki, bii))
+        bk[j] = lkj, bi[j] = lij;
+      else
+        bk[j] = bki, bi[j] = bii;
     }
     team_sync<TEAM>();
     bitonic_merge<TEAM>(bk, bi, P, tid);

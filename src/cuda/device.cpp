@@ -160,8 +160,8 @@ template <class T>
 void DeviceMatrix<T>::copy_to_host(MatrixView<T> host) const {
   if (host.rows != rows_ || host.cols != cols_)
     throw Error(ErrorCode::invalid_argument, "copy_to_host: destination must be " + std::to_string(rows_) + " x " +
-                                                 std::to_string(cols_) + ", got " + std::to_string(host.rows) +
-                                                 " x " + std::to_string(host.cols));
+                                                 std::to_string(cols_) + ", got " + std::to_string(host.rows) + " x " +
+                                                 std::to_string(host.cols));
   const size_t bytes = size_t(rows_) * size_t(cols_) * sizeof(T);
   if (bytes == 0) return;
   if (host.data == nullptr) throw Error(ErrorCode::invalid_argument, "copy_to_host: destination is a null pointer");

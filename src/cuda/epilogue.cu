@@ -10,9 +10,9 @@ constexpr int kBlock = 256;
 constexpr int kSpan = 256;  // columns per warp work unit: 8 coalesced passes of 32
 
 template <bool SQRT>
-__global__ void __launch_bounds__(kBlock) l2_epilogue_kernel(float* out, int64_t ldo, int64_t m, int64_t n,
-                                                             const float* qn, const float* xn, const float* Q,
-                                                             int64_t ldq, const float* X, int64_t ldx, int64_t d) {
+__global__ void __launch_bounds__(kBlock)
+    l2_epilogue_kernel(float* out, int64_t ldo, int64_t m, int64_t n, const float* qn, const float* xn, const float* Q,
+                       int64_t ldq, const float* X, int64_t ldx, int64_t d) {
   const int lane = threadIdx.x % 32;
   const int64_t spans = (n + kSpan - 1) / kSpan;
   const int64_t units = m * spans;

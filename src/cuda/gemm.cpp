@@ -148,8 +148,7 @@ void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d
               int64_t ldq, const float* X, int64_t ldx, float* out, int64_t ldo, void* workspace,
               size_t workspace_bytes) {
   if (workspace == nullptr) workspace_bytes = 0;
-  const Key key{r.device,         n, m, d, ldx, ldq, ldo, alignment_of(X), alignment_of(Q), alignment_of(out),
-                workspace_bytes};
+  const Key key{r.device, n, m, d, ldx, ldq, ldo, alignment_of(X), alignment_of(Q), alignment_of(out), workspace_bytes};
   Choice choice{};
   bool found = false;
   {

@@ -111,9 +111,7 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
   // Earlier work on these events belongs to finished calls (the lease synchronised them).
 
   const RowOp aux_op = metric == Metric::cosine ? RowOp::inv_norms : RowOp::sq_norms;
-  const KeyMode mode = metric == Metric::cosine ? KeyMode::mul_aux
-                       : needs_aux             ? KeyMode::add_aux
-                                               : KeyMode::plain;
+  const KeyMode mode = metric == Metric::cosine ? KeyMode::mul_aux : needs_aux ? KeyMode::add_aux : KeyMode::plain;
   const float alpha = rescore ? -2.f : -1.f;
   if (shape.global_aux) row_prep(aux_op, X.data, d, nullptr, 0, aux_all, n, d, s0);
 
@@ -146,8 +144,9 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
         check_cuda(cudaEventSynchronize(copied[slot]), "cudaEventSynchronize");
         std::memcpy(r.pinned[slot].data(), x_raw, size_t(nb) * d * 4);
         check_cuda(cudaStreamWaitEvent(s2, computed[slot], 0), "cudaStreamWaitEvent");
-        check_cuda(cudaMemcpyAsync(x_stage[slot], r.pinned[slot].data(), size_t(nb) * d * 4, cudaMemcpyHostToDevice, s2),
-                   "cudaMemcpyAsync");
+        check_cuda(
+            cudaMemcpyAsync(x_stage[slot], r.pinned[slot].data(), size_t(nb) * d * 4, cudaMemcpyHostToDevice, s2),
+            "cudaMemcpyAsync");
         check_cuda(cudaEventRecord(copied[slot], s2), "cudaEventRecord");
         check_cuda(cudaStreamWaitEvent(s0, copied[slot], 0), "cudaStreamWaitEvent");
         x_raw = x_stage[slot];

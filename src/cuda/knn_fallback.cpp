@@ -117,8 +117,7 @@ void knn_fallback(const Context& ctx, Resources& r, MatrixView<const float> Q, M
       const int64_t j0 = t * nb, cols = std::min(nb, n - j0);
       const float* x_raw = X.data + j0 * d;
       if (need.x_host) {
-        check_cuda(cudaMemcpyAsync(x_stage, x_raw, size_t(cols) * d * 4, cudaMemcpyHostToDevice, s),
-                   "cudaMemcpyAsync");
+        check_cuda(cudaMemcpyAsync(x_stage, x_raw, size_t(cols) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
         x_raw = x_stage;
       }
       const Operand xop = prepare_operand(metric, x_raw, need.x_host, cols, d, x_scratch, s);

@@ -15,10 +15,9 @@ constexpr int kSortBlock = 256;
 
 // A warp per (query, candidate): lanes stride over d (coalesced), double accumulation.
 template <bool SQRT>
-__global__ void __launch_bounds__(kRescoreBlock) rescore_kernel(const float* Q, int64_t ldq, const float* X,
-                                                                int64_t ldx, int64_t d, const int64_t* ids,
-                                                                int64_t ids_stride, float* out, int64_t out_stride,
-                                                                int64_t rows, int64_t kc) {
+__global__ void __launch_bounds__(kRescoreBlock)
+    rescore_kernel(const float* Q, int64_t ldq, const float* X, int64_t ldx, int64_t d, const int64_t* ids,
+                   int64_t ids_stride, float* out, int64_t out_stride, int64_t rows, int64_t kc) {
   const int lane = threadIdx.x % 32;
   const int64_t pairs = rows * kc;
   const int64_t warps = int64_t(gridDim.x) * (kRescoreBlock / 32);
@@ -42,9 +41,9 @@ __global__ void __launch_bounds__(kRescoreBlock) rescore_kernel(const float* Q, 
 }
 
 // A block per query: the kc pairs padded to a power of two, bitonic-sorted in shared memory.
-__global__ void __launch_bounds__(kSortBlock) sort_output_kernel(const float* keys, const int64_t* ids, int64_t stride,
-                                                                 int64_t kc, int64_t k, float sign, float* out_values,
-                                                                 int64_t* out_ids) {
+__global__ void __launch_bounds__(kSortBlock)
+    sort_output_kernel(const float* keys, const int64_t* ids, int64_t stride, int64_t kc, int64_t k, float sign,
+                       float* out_values, int64_t* out_ids) {
   extern __shared__ __align__(16) unsigned char smem[];
   int P = 1;
   while (P < kc) P <<= 1;
@@ -73,16 +72,16 @@ void rescore_sq(const float* Q, int64_t ldq, const float* X, int64_t ldx, int64_
   const int64_t want = (pairs + kRescoreBlock / 32 - 1) / (kRescoreBlock / 32);
   const int grid = int(want < 65536 ? want : 65536);
   if (take_sqrt)
-    rescore_kernel<true><<<grid, kRescoreBlock, 0, stream>>>(Q, ldq, X, ldx, d, ids, ids_stride, out, out_stride, rows,
-                                                             kc);
+    rescore_kernel<true>
+        <<<grid, kRescoreBlock, 0, stream>>>(Q, ldq, X, ldx, d, ids, ids_stride, out, out_stride, rows, kc);
   else
-    rescore_kernel<false><<<grid, kRescoreBlock, 0, stream>>>(Q, ldq, X, ldx, d, ids, ids_stride, out, out_stride,
-                                                              rows, kc);
+    rescore_kernel<false>
+        <<<grid, kRescoreBlock, 0, stream>>>(Q, ldq, X, ldx, d, ids, ids_stride, out, out_stride, rows, kc);
   check_launch("rescore_kernel");
 }
 
-void sort_output(const float* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k,
-                 float sign, float* out_values, int64_t* out_ids, cudaStream_t stream) {
+void sort_output(const float* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k, float sign,
+                 float* out_values, int64_t* out_ids, cudaStream_t stream) {
   if (rows <= 0) return;
   int64_t P = 1;
   while (P < kc) P <<= 1;

@@ -11,7 +11,7 @@ namespace simkit::detail::cuda {
 struct KnnShape {
   Metric metric = Metric::l2;
   int64_t m = 0, n = 0, d = 0, k = 0;
-  int capacity = 32;       // running-list length per query
+  int capacity = 32;  // running-list length per query
   bool q_host = false, x_host = false, out_host = false;
   bool global_aux = false;  // per-base-row norms computed once for all of X
   bool tile_aux = false;    // ... or per tile
@@ -20,7 +20,7 @@ struct KnnShape {
 
 struct KnnPlan {
   int64_t mb = 0, nb = 0;
-  int64_t ldt = 0;  // tile row stride: nb rounded up to a multiple of 4 (16-byte rows)
+  int64_t ldt = 0;   // tile row stride: nb rounded up to a multiple of 4 (16-byte rows)
   size_t bytes = 0;  // device scratch in total
 };
 

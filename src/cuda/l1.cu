@@ -21,10 +21,11 @@ void l1_tile(const float* Q, int64_t ldq, const float* X, int64_t ldx, float* ou
     const int64_t rows = m - r0 < max_row_tiles * P::BM ? m - r0 : max_row_tiles * P::BM;
     const dim3 grid(unsigned(col_tiles), unsigned((rows + P::BM - 1) / P::BM));
     if (vec)
-      l1_tile_kernel<P, true><<<grid, P::THREADS, 0, stream>>>(Q + r0 * ldq, ldq, X, ldx, out + r0 * ldo, ldo, rows, n, d);
+      l1_tile_kernel<P, true>
+          <<<grid, P::THREADS, 0, stream>>>(Q + r0 * ldq, ldq, X, ldx, out + r0 * ldo, ldo, rows, n, d);
     else
-      l1_tile_kernel<P, false><<<grid, P::THREADS, 0, stream>>>(Q + r0 * ldq, ldq, X, ldx, out + r0 * ldo, ldo, rows, n,
-                                                                d);
+      l1_tile_kernel<P, false>
+          <<<grid, P::THREADS, 0, stream>>>(Q + r0 * ldq, ldq, X, ldx, out + r0 * ldo, ldo, rows, n, d);
     check_launch("l1_tile_kernel");
   }
 }

@@ -31,10 +31,9 @@ struct L1TilePolicy {
 using L1Policy = L1TilePolicy<128, 128, 8, 8, 8>;
 
 template <class P, bool VEC>
-__global__ void __launch_bounds__(P::THREADS, 2) l1_tile_kernel(const float* __restrict__ Q, int64_t ldq,
-                                                             const float* __restrict__ X, int64_t ldx,
-                                                             float* __restrict__ out, int64_t ldo, int64_t m,
-                                                             int64_t n, int64_t d) {
+__global__ void __launch_bounds__(P::THREADS, 2)
+    l1_tile_kernel(const float* __restrict__ Q, int64_t ldq, const float* __restrict__ X, int64_t ldx,
+                   float* __restrict__ out, int64_t ldo, int64_t m, int64_t n, int64_t d) {
   constexpr int BM = P::BM, BN = P::BN, BK = P::BK;
   constexpr int PAD = 4;  // keeps the transposed stores of the two k-halves in different banks
   __shared__ __align__(16) float As[2][BK][BM + PAD];

@@ -52,9 +52,8 @@ Plan plan(const Needs& need, int64_t m, int64_t n, size_t budget) {
   // full query block means X is streamed only once.
   while (need.bytes(p.mb, p.nb) > budget) {
     if (p.mb == 1 && p.nb == 1)
-      throw Error(ErrorCode::out_of_memory,
-                  "gpu_memory_budget of " + std::to_string(budget) + " bytes is too small for pairwise with d = " +
-                      std::to_string(need.d));
+      throw Error(ErrorCode::out_of_memory, "gpu_memory_budget of " + std::to_string(budget) +
+                                                " bytes is too small for pairwise with d = " + std::to_string(need.d));
     if (p.nb >= p.mb && p.nb > 1)
       p.nb = (p.nb + 1) / 2;
     else

@@ -23,8 +23,8 @@ void DeviceArena::reserve(size_t bytes, size_t limit) {
   if (e != cudaSuccess) {
     data_ = nullptr;
     (void)cudaGetLastError();
-    throw Error(ErrorCode::out_of_memory, "cudaMalloc of " + std::to_string(want >> 20) +
-                                              " MiB of GPU working memory: " + cudaGetErrorString(e));
+    throw Error(ErrorCode::out_of_memory,
+                "cudaMalloc of " + std::to_string(want >> 20) + " MiB of GPU working memory: " + cudaGetErrorString(e));
   }
   capacity_ = want;
 }

@@ -17,8 +17,7 @@ __device__ __forceinline__ double warp_sum(double v) {
 
 template <RowOp OP>
 __global__ void __launch_bounds__(kRowBlock) row_prep_kernel(const float* in, int64_t ld_in, float* out, int64_t ld_out,
-                                                             float* norms, int64_t rows, int64_t d,
-                                                             int* non_finite) {
+                                                             float* norms, int64_t rows, int64_t d, int* non_finite) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * (kRowBlock / 32);
   for (int64_t r = int64_t(blockIdx.x) * (kRowBlock / 32) + threadIdx.x / 32; r < rows; r += warps) {
@@ -67,16 +66,20 @@ void row_prep(RowOp op, const float* in, int64_t ld_in, float* out, int64_t ld_o
   const int grid = int(want < 65536 ? want : 65536);
   switch (op) {
     case RowOp::sq_norms:
-      row_prep_kernel<RowOp::sq_norms><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
+      row_prep_kernel<RowOp::sq_norms>
+          <<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
       break;
     case RowOp::inv_norms:
-      row_prep_kernel<RowOp::inv_norms><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
+      row_prep_kernel<RowOp::inv_norms>
+          <<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
       break;
     case RowOp::normalize:
-      row_prep_kernel<RowOp::normalize><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
+      row_prep_kernel<RowOp::normalize>
+          <<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
       break;
     case RowOp::centre_normalize:
-      row_prep_kernel<RowOp::centre_normalize><<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
+      row_prep_kernel<RowOp::centre_normalize>
+          <<<grid, kRowBlock, 0, stream>>>(in, ld_in, out, ld_out, norms, rows, d, non_finite);
       break;
   }
   check_launch("row_prep_kernel");

@@ -41,7 +41,8 @@ void dispatch(int capacity, const SelectArgs& a, cudaStream_t s) {
     case 1024: return launch<1024, MODE>(a, s);
     case 2048: return launch<2048, MODE>(a, s);
     default:
-      throw Error(ErrorCode::invalid_argument, "internal: no selection kernel for capacity " + std::to_string(capacity));
+      throw Error(ErrorCode::invalid_argument,
+                  "internal: no selection kernel for capacity " + std::to_string(capacity));
   }
 }
 

@@ -43,7 +43,7 @@ void rescore_sq(const float* Q, int64_t ldq, const float* X, int64_t ldx, int64_
 
 /// Sorts each row's first kc (key, id) pairs by (key, id) and writes the best k as
 /// values = sign * key and ids, row-major with stride k. kc <= kMaxListCapacity.
-void sort_output(const float* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k,
-                 float sign, float* out_values, int64_t* out_ids, cudaStream_t stream);
+void sort_output(const float* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k, float sign,
+                 float* out_values, int64_t* out_ids, cudaStream_t stream);
 
 }  // namespace simkit::detail::cuda

@@ -43,9 +43,12 @@ struct SelectShape {
 
 template <KeyMode MODE>
 __device__ __forceinline__ float make_key(float score, float aux) {
-  if constexpr (MODE == KeyMode::add_aux) return score + aux;
-  else if constexpr (MODE == KeyMode::mul_aux) return score * aux;
-  else return score;
+  if constexpr (MODE == KeyMode::add_aux)
+    return score + aux;
+  else if constexpr (MODE == KeyMode::mul_aux)
+    return score * aux;
+  else
+    return score;
 }
 
 template <int C, KeyMode MODE>
