@@ -1,17 +1,17 @@
 #pragma once
-// What every library test file needs besides the float64 reference: the metrics to sweep, a
-// Context per backend, and the rule by which GPU tests skip where no GPU answers.
+// A Context per backend, what its progress callback reports, and the rule by which GPU tests
+// skip where no GPU answers.
 
+#include <algorithm>
 #include <cstddef>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <simkit/context.hpp>
-#include <simkit/metric.hpp>
 
 namespace simkit::test {
-
-inline constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
-                                      Metric::dot, Metric::pearson,     Metric::l1};
 
 inline Context cpu_context(int threads = 0) {
   Context ctx;
@@ -27,6 +27,35 @@ inline Context gpu_context(size_t budget = 0) {
   ctx.gpu_memory_budget = budget;
   return ctx;
 }
+
+/// Records the fractions a Context's progress callback reports. Callers may update a progress
+/// bar from the callback, so every report must come from the thread that made the call.
+class ProgressLog {
+ public:
+  /// Installs the recorder on ctx, from the thread that will make the call.
+  explicit ProgressLog(Context& ctx) : caller_(std::this_thread::get_id()) {
+    ctx.progress = [this](double f) {
+      other_thread_ |= std::this_thread::get_id() != caller_;
+      seen_.push_back(f);
+    };
+  }
+  ProgressLog(const ProgressLog&) = delete;  // the callback holds `this`
+  ProgressLog& operator=(const ProgressLog&) = delete;
+
+  /// At least one report, all from the caller, never decreasing, within [0, 1], the last 1.
+  void expect_well_formed(const std::string& label) const {
+    ASSERT_FALSE(seen_.empty()) << label;
+    EXPECT_FALSE(other_thread_) << label;
+    EXPECT_TRUE(std::is_sorted(seen_.begin(), seen_.end())) << label;
+    EXPECT_GE(seen_.front(), 0.0) << label;
+    EXPECT_EQ(seen_.back(), 1.0) << label;
+  }
+
+ private:
+  std::thread::id caller_;
+  bool other_thread_ = false;
+  std::vector<double> seen_;
+};
 
 }  // namespace simkit::test
 

@@ -106,6 +106,15 @@ inline void normalize_rows(Matrix<float>& m) {
   }
 }
 
+/// Random rows at the scale the metric's tolerance is stated for: dot's absolute bound holds for
+/// unit-scale values, and raw dot products grow with d, so dot gets unit rows.
+inline Matrix<float> inputs_for(Metric metric, int64_t rows, int64_t d, uint64_t seed,
+                                Distribution dist = Distribution::uniform) {
+  Matrix<float> m = random_matrix(rows, d, seed, dist);
+  if (metric == Metric::dot) normalize_rows(m);
+  return m;
+}
+
 /// Whole numbers in [0, levels): products and sums stay exact in float32 for small d, so
 /// distances tie exactly wherever they tie mathematically (the digits data behave so).
 inline Matrix<float> integer_matrix(int64_t rows, int64_t cols, int levels, uint64_t seed) {

@@ -6,14 +6,12 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <numeric>
 #include <set>
 #include <string>
 #include <tuple>
@@ -25,19 +23,13 @@
 #include <simkit/knn.hpp>
 
 #include "contexts.hpp"
+#include "expect_error.hpp"
 #include "knn_check.hpp"
 #include "reference.hpp"
+#include "sweep.hpp"
 
 namespace simkit::test {
 namespace {
-
-Matrix<float> inputs_for(Metric metric, int64_t rows, int64_t d, uint64_t seed) {
-  Matrix<float> m = random_matrix(rows, d, seed);
-  if (metric == Metric::dot) normalize_rows(m);
-  return m;
-}
-
-std::string name_of(Metric metric, int64_t d) { return std::string(to_string(metric)) + "_d" + std::to_string(d); }
 
 /// cuBLAS's float32 sums at d = 1000 differ from float64 by a few 1e-6 relative, so two values
 /// closer than the tolerance may come out in either order.
@@ -49,15 +41,13 @@ int64_t expect_matches_reference(const Matrix<float>& Q, const Matrix<float>& X,
       .ids_checked;
 }
 
-class GpuKnnAccuracy : public ::testing::TestWithParam<std::tuple<Metric, int64_t>> {};
+class GpuKnnAccuracy : public MetricDimSweep {};
 
 // m = 37, n = 1031 (no tile multiple); k = 1, 17, 1024 (the device lists' limit) and n (the
 // host fallback).
 TEST_P(GpuKnnAccuracy, MatchesFloat64Reference) {
   SIMKIT_REQUIRE_GPU();
   const auto [metric, d] = GetParam();
-  const uint64_t seed = test_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
   const Matrix<float> Q = inputs_for(metric, 37, d, seed), X = inputs_for(metric, 1031, d, seed + 1);
   int64_t positions = 0, checked = 0;
   for (int64_t k : {int64_t{1}, int64_t{17}, int64_t{1024}, int64_t{1031}}) {
@@ -76,10 +66,8 @@ TEST_P(GpuKnnAccuracy, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AwkwardSizes, GpuKnnAccuracy,
-                         ::testing::Combine(::testing::ValuesIn(kMetrics),
-                                            ::testing::Values(int64_t{1}, int64_t{3}, int64_t{127}, int64_t{384},
-                                                              int64_t{1000})),
-                         [](const auto& info) { return name_of(std::get<0>(info.param), std::get<1>(info.param)); });
+                         ::testing::Combine(::testing::ValuesIn(kMetrics), ::testing::ValuesIn(kAwkwardDims)),
+                         MetricDimName{});
 
 // k = n on the device path (n <= 1024) is the full ranking; tiny bases (n < 4, below every
 // tile and vector width) too.
@@ -191,12 +179,9 @@ TEST(GpuKnn, SmallBudgetForcesManyTilesAndBatches) {
 TEST(GpuKnn, BudgetTooSmallIsOutOfMemory) {
   SIMKIT_REQUIRE_GPU();
   const Matrix<float> Q = random_matrix(3, 4000, 111), X = random_matrix(50, 4000, 112);
-  try {
-    knn(gpu_context(2048), Q.view(), X.view(), 5, Metric::l2);
-    FAIL() << "a 2 KiB budget cannot hold one 4000-float row";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::out_of_memory) << e.what();
-  }
+  // A 2 KiB budget cannot hold one 4000-float row.
+  expect_error([&] { knn(gpu_context(2048), Q.view(), X.view(), 5, Metric::l2); }, ErrorCode::out_of_memory,
+               "gpu_memory_budget");
 }
 
 // On random float data the CPU and GPU backends agree on every id, except where the two

@@ -17,7 +17,9 @@
 #include <simkit/pairwise.hpp>
 
 #include "contexts.hpp"
+#include "expect_error.hpp"
 #include "reference.hpp"
+#include "sweep.hpp"
 
 namespace simkit::test {
 namespace {
@@ -42,22 +44,12 @@ double worst_error(const Matrix<float>& Q, const Matrix<float>& X, Metric metric
   return worst;
 }
 
-Matrix<float> inputs_for(Metric metric, int64_t rows, int64_t d, uint64_t seed) {
-  Matrix<float> m = random_matrix(rows, d, seed);
-  if (metric == Metric::dot) normalize_rows(m);  // unit-scale data: |q . x| <= 1
-  return m;
-}
-
-std::string name_of(Metric metric, int64_t d) { return std::string(to_string(metric)) + "_d" + std::to_string(d); }
-
-class GpuPairwiseAccuracy : public ::testing::TestWithParam<std::tuple<Metric, int64_t>> {};
+class GpuPairwiseAccuracy : public MetricDimSweep {};
 
 // m = 37, n = 1031: neither a multiple of any tile, GEMM or l1 block.
 TEST_P(GpuPairwiseAccuracy, MatchesFloat64Reference) {
   SIMKIT_REQUIRE_GPU();
   const auto [metric, d] = GetParam();
-  const uint64_t seed = test_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
   const Matrix<float> Q = inputs_for(metric, 37, d, seed), X = inputs_for(metric, 1031, d, seed + 1);
   const Matrix<float> out = pairwise(gpu_context(), Q.view(), X.view(), metric);
   const double e = worst_error(Q, X, metric, out, name_of(metric, d));
@@ -66,10 +58,8 @@ TEST_P(GpuPairwiseAccuracy, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AwkwardSizes, GpuPairwiseAccuracy,
-                         ::testing::Combine(::testing::ValuesIn(kMetrics),
-                                            ::testing::Values(int64_t{1}, int64_t{3}, int64_t{127}, int64_t{384},
-                                                              int64_t{1000})),
-                         [](const auto& info) { return name_of(std::get<0>(info.param), std::get<1>(info.param)); });
+                         ::testing::Combine(::testing::ValuesIn(kMetrics), ::testing::ValuesIn(kAwkwardDims)),
+                         MetricDimName{});
 
 // The seed-0 benchmark shape (1000 x 10000, d = 384), spot-checked on a spread of rows.
 TEST(GpuPairwise, BenchmarkShapeSpotCheck) {
@@ -174,12 +164,9 @@ TEST(GpuPairwise, SmallBudgetForcesManyBlocks) {
 TEST(GpuPairwise, BudgetTooSmallIsOutOfMemory) {
   SIMKIT_REQUIRE_GPU();
   const Matrix<float> Q = random_matrix(4, 5000, 41), X = random_matrix(4, 5000, 42);
-  try {
-    pairwise(gpu_context(1024), Q.view(), X.view(), Metric::l2);
-    FAIL() << "a 1 KiB budget cannot hold one 5000-float row";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::out_of_memory) << e.what();
-  }
+  // A 1 KiB budget cannot hold one 5000-float row.
+  expect_error([&] { pairwise(gpu_context(1024), Q.view(), X.view(), Metric::l2); }, ErrorCode::out_of_memory,
+               "gpu_memory_budget");
 }
 
 // A NaN in a device-resident input is found on the device and refused before any work.

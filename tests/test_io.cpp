@@ -22,11 +22,14 @@
 #include <simkit/error.hpp>
 #include <simkit/io.hpp>
 
+#include "expect_error.hpp"
+
 namespace fs = std::filesystem;
 using simkit::Error;
 using simkit::ErrorCode;
 using simkit::Matrix;
 using simkit::MatrixView;
+using simkit::test::expect_error;
 
 namespace {
 
@@ -88,19 +91,6 @@ template <class T>
 bool same_bits(const Matrix<T>& a, const Matrix<T>& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
          std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size()) * sizeof(T)) == 0;
-}
-
-// Runs `f`, which must throw simkit::Error with `code` and a message containing `needle`.
-void expect_error(const std::function<void()>& f, ErrorCode code, const std::string& needle) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << "message: " << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message '" << e.what() << "' lacks '" << needle << "'";
-    return;
-  }
-  ADD_FAILURE() << "no simkit::Error thrown; expected one mentioning '" << needle << "'";
 }
 
 // ------------------------------------------------------------------ fixture: one directory per test

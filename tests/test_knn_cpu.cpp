@@ -8,11 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <numeric>
 #include <random>
-#include <set>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -21,6 +18,7 @@
 #include "contexts.hpp"
 #include "knn_check.hpp"
 #include "reference.hpp"
+#include "sweep.hpp"
 
 namespace simkit::test {
 namespace {
@@ -35,19 +33,13 @@ KnnCheck expect_matches_reference(const Matrix<float>& Q, const Matrix<float>& X
   return expect_knn_matches_reference(Q, X, k, metric, r, ties, kNear, label);
 }
 
-std::string name_of(Metric metric, int64_t d) { return std::string(to_string(metric)) + "_d" + std::to_string(d); }
-
-class KnnAccuracy : public ::testing::TestWithParam<std::tuple<Metric, int64_t>> {};
+class KnnAccuracy : public MetricDimSweep {};
 
 // m = 37 queries (one partial query tile), n = 1031 base rows (one full base tile and 7 rows),
 // k from 1 to n; with 1 thread (one stripe) and 2 threads (two stripes merged), bitwise equal.
 TEST_P(KnnAccuracy, MatchesFloat64Reference) {
   const auto [metric, d] = GetParam();
-  const uint64_t seed = test_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  Matrix<float> Q = random_matrix(37, d, seed);
-  Matrix<float> X = random_matrix(1031, d, seed + 1);
-  if (metric == Metric::dot) normalize_rows(Q), normalize_rows(X);
+  const Matrix<float> Q = inputs_for(metric, 37, d, seed), X = inputs_for(metric, 1031, d, seed + 1);
   KnnCheck total;
   for (int64_t k : {int64_t{1}, int64_t{17}, int64_t{515}, int64_t{1031}}) {
     const std::string label = name_of(metric, d) + " k=" + std::to_string(k);
@@ -66,10 +58,8 @@ TEST_P(KnnAccuracy, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AwkwardSizes, KnnAccuracy,
-                         ::testing::Combine(::testing::ValuesIn(kMetrics),
-                                            ::testing::Values(int64_t{1}, int64_t{3}, int64_t{127}, int64_t{384},
-                                                              int64_t{1000})),
-                         [](const auto& info) { return name_of(std::get<0>(info.param), std::get<1>(info.param)); });
+                         ::testing::Combine(::testing::ValuesIn(kMetrics), ::testing::ValuesIn(kAwkwardDims)),
+                         MetricDimName{});
 
 // k = n is the full ranking of the base for every query.
 TEST(KnnCpu, FullRankingWhenKIsN) {
@@ -164,11 +154,8 @@ TEST(KnnCpu, IntegerDataTiesExactly) {
 TEST(KnnCpu, SingleQueryLargeBase) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  Matrix<float> Q = random_matrix(1, 16, seed + 9);
-  Matrix<float> X = random_matrix(50000, 16, seed + 10);
   for (Metric metric : kMetrics) {
-    Matrix<float> Qm = Q, Xm = X;
-    if (metric == Metric::dot) normalize_rows(Qm), normalize_rows(Xm);
+    const Matrix<float> Qm = inputs_for(metric, 1, 16, seed + 9), Xm = inputs_for(metric, 50000, 16, seed + 10);
     for (int64_t k : {int64_t{1}, int64_t{10}, int64_t{1000}}) {
       const std::string label = std::string(to_string(metric)) + " m=1 n=50000 k=" + std::to_string(k);
       const KnnResult one = knn(cpu_context(1), Qm.view(), Xm.view(), k, metric);
@@ -186,11 +173,8 @@ TEST(KnnCpu, SingleQueryLargeBase) {
 TEST(KnnCpu, ManyQueries) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  Matrix<float> Q = random_matrix(2100, 12, seed + 11);
-  Matrix<float> X = random_matrix(1500, 12, seed + 12);
   for (Metric metric : kMetrics) {
-    Matrix<float> Qm = Q, Xm = X;
-    if (metric == Metric::dot) normalize_rows(Qm), normalize_rows(Xm);
+    const Matrix<float> Qm = inputs_for(metric, 2100, 12, seed + 11), Xm = inputs_for(metric, 1500, 12, seed + 12);
     const std::string label = std::string(to_string(metric)) + " m=2100 n=1500 k=5";
     const KnnResult two = knn(cpu_context(2), Qm.view(), Xm.view(), 5, metric);
     expect_same_bits(knn(cpu_context(1), Qm.view(), Xm.view(), 5, metric), two, label + " 1 vs 2 threads");
@@ -235,19 +219,9 @@ TEST(KnnCpu, ProgressFromCallingThread) {
   const Matrix<float> X = random_matrix(60000, 16, seed + 18);
   for (int threads : {1, 2}) {
     Context ctx = cpu_context(threads);
-    std::vector<double> seen;
-    bool other_thread = false;
-    const auto caller = std::this_thread::get_id();
-    ctx.progress = [&](double f) {
-      other_thread |= std::this_thread::get_id() != caller;
-      seen.push_back(f);
-    };
+    const ProgressLog log(ctx);
     (void)knn(ctx, Q.view(), X.view(), 10, Metric::l2);
-    ASSERT_FALSE(seen.empty());
-    EXPECT_FALSE(other_thread) << threads << " threads";
-    EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end())) << threads << " threads";
-    EXPECT_GE(seen.front(), 0.0);
-    EXPECT_EQ(seen.back(), 1.0);
+    log.expect_well_formed(std::to_string(threads) + " threads");
   }
 }
 

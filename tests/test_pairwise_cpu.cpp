@@ -9,13 +9,13 @@
 #include <cstring>
 #include <map>
 #include <string>
-#include <thread>
 #include <tuple>
 
 #include <simkit/pairwise.hpp>
 
 #include "contexts.hpp"
 #include "reference.hpp"
+#include "sweep.hpp"
 
 namespace simkit::test {
 namespace {
@@ -74,10 +74,7 @@ TEST_P(PairwiseAccuracy, MatchesFloat64Reference) {
   const auto [metric, s] = GetParam();
   const uint64_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  Matrix<float> Q = random_matrix(s.m, s.d, seed);
-  Matrix<float> X = random_matrix(s.n, s.d, seed + 1);
-  // Dot products of raw rows grow with d; the absolute bound is for unit-scale values.
-  if (metric == Metric::dot) normalize_rows(Q), normalize_rows(X);
+  const Matrix<float> Q = inputs_for(metric, s.m, s.d, seed), X = inputs_for(metric, s.n, s.d, seed + 1);
   const Matrix<float> got = pairwise(cpu_context(), Q.view(), X.view(), metric);
   const std::string label = std::string(to_string(metric)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) +
                             " d=" + std::to_string(s.d);
@@ -100,9 +97,8 @@ TEST(PairwiseCpu, GaussianInputs) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   for (Metric metric : kMetrics) {
-    Matrix<float> Q = random_matrix(41, 384, seed + 2, Distribution::gaussian);
-    Matrix<float> X = random_matrix(1100, 384, seed + 3, Distribution::gaussian);
-    if (metric == Metric::dot) normalize_rows(Q), normalize_rows(X);
+    const Matrix<float> Q = inputs_for(metric, 41, 384, seed + 2, Distribution::gaussian);
+    const Matrix<float> X = inputs_for(metric, 1100, 384, seed + 3, Distribution::gaussian);
     const Matrix<float> got = pairwise(cpu_context(), Q.view(), X.view(), metric);
     expect_close(got, reference_pairwise(Q, X, metric), metric, std::string(to_string(metric)) + " gaussian d=384");
   }
@@ -233,18 +229,9 @@ TEST(PairwiseCpu, ProgressFromCallingThread) {
   const Matrix<float> Q = random_matrix(600, 8, seed + 15);
   const Matrix<float> X = random_matrix(3000, 8, seed + 16);
   Context ctx = cpu_context(2);
-  std::vector<double> seen;
-  bool other_thread = false;
-  const auto caller = std::this_thread::get_id();
-  ctx.progress = [&](double f) {
-    other_thread |= std::this_thread::get_id() != caller;
-    seen.push_back(f);
-  };
+  const ProgressLog log(ctx);
   pairwise(ctx, Q.view(), X.view(), Metric::cosine);
-  ASSERT_FALSE(seen.empty());
-  EXPECT_FALSE(other_thread);
-  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
-  EXPECT_EQ(seen.back(), 1.0);
+  log.expect_well_formed("2 threads");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <simkit/pairwise.hpp>
 
 #include "contexts.hpp"
+#include "expect_error.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
@@ -20,16 +21,7 @@ namespace {
 
 /// f() must throw simkit::Error with code invalid_argument and a message containing `needle`.
 void expect_invalid(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown; expected one mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message '" << e.what() << "' does not mention '" << needle << "'";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-simkit exception: " << e.what();
-  }
+  expect_error(f, ErrorCode::invalid_argument, needle);
 }
 
 class Validation : public ::testing::Test {

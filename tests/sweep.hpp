@@ -1,0 +1,42 @@
+#pragma once
+// What the accuracy tests sweep: every metric at the awkward dimensions the contract names, and
+// the test names those parameters give.
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+#include <gtest/gtest.h>
+#include <simkit/metric.hpp>
+
+#include "reference.hpp"
+
+namespace simkit::test {
+
+inline constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
+                                      Metric::dot, Metric::pearson,     Metric::l1};
+
+/// d = 1 and 3 sit below every vector width; 127 is prime; 384 and 1000 are the workloads' sizes.
+inline constexpr int64_t kAwkwardDims[] = {1, 3, 127, 384, 1000};
+
+inline std::string name_of(Metric metric, int64_t d) {
+  return std::string(to_string(metric)) + "_d" + std::to_string(d);
+}
+
+/// Base of the (metric, d) suites: the run's seed, traced in every failure so it can be replayed.
+class MetricDimSweep : public ::testing::TestWithParam<std::tuple<Metric, int64_t>> {
+ protected:
+  const uint64_t seed = test_seed();
+
+ private:
+  const ::testing::ScopedTrace trace_{__FILE__, __LINE__, "seed " + std::to_string(seed)};
+};
+
+/// Names the cases of a (metric, d) parameterised suite, e.g. "cosine_d127".
+struct MetricDimName {
+  std::string operator()(const ::testing::TestParamInfo<std::tuple<Metric, int64_t>>& info) const {
+    return name_of(std::get<0>(info.param), std::get<1>(info.param));
+  }
+};
+
+}  // namespace simkit::test
