@@ -3,6 +3,7 @@
 #include <simkit/context.hpp>
 #include <simkit/device_matrix.hpp>
 #include <simkit/error.hpp>
+#include <simkit/gauss.hpp>
 #include <simkit/io.hpp>
 #include <simkit/knn.hpp>
 #include <simkit/matrix.hpp>

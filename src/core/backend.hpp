@@ -5,6 +5,7 @@
 // its device-resident inputs for NaN / Inf itself and throws the same invalid_argument.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <simkit/context.hpp>
@@ -13,12 +14,33 @@
 
 namespace simkit::detail {
 
+/// The IFGT parameters chosen for one problem (src/cpu/ifgt_params.cpp), and what they cost.
+struct IfgtChoice {
+  bool feasible = false;     // a (K, p) exists that meets eps within the limits
+  int64_t clusters = 0;      // K
+  int order = 0;             // p: monomials of total degree < p
+  double cutoff_radius = 0;  // r: clusters farther than this from a target are skipped
+  double error_bound = 0;    // the bound on |error| / sum|q| these parameters guarantee
+  double ifgt_cost = 0;      // predicted operations, comparable with direct_cost
+  double direct_cost = 0;
+  std::string why;  // one line: the choice, or why it is infeasible
+};
+
 namespace cpu {
 // Host memory only.
 void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric,
               MatrixView<float> out);
 void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
          MatrixView<float> values, MatrixView<int64_t> ids);
+/// Direct Gauss transform: out[j] = sum_i q[i] exp(-|Y_j - X_i|^2 / h^2); q has X.rows values.
+void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
+                  double* out);
+/// Chooses K, p, r for |error| <= eps * sum|q| (clustering is part of the plan's cost model).
+IfgtChoice choose_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
+                       double h, double eps);
+/// The IFGT with the chosen parameters.
+void gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
+                const IfgtChoice& choice, double* out);
 }  // namespace cpu
 
 namespace cuda {
@@ -33,6 +55,9 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
               MatrixView<float> out);
 void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
          MatrixView<float> values, MatrixView<int64_t> ids);
+/// Direct Gauss transform on the GPU; X, Y, out host or device, q on the host.
+void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
+                  MatrixView<double> out);
 /// True when every element of a device-resident matrix is finite.
 bool all_finite_on_device(const Context& ctx, MatrixView<const float> m);
 /// CUDA architectures this library was compiled for, e.g. "80;86;89;90".

@@ -1,0 +1,64 @@
+#pragma once
+// The discrete Gauss transform: for every target y_j,
+//
+//     G(y_j) = sum_i q_i exp(-||y_j - x_i||^2 / h^2)
+//
+// over n weighted sources x_i (weights q_i) in d dimensions, with bandwidth h. Kernel density
+// estimation is this sum with q_i = 1 / n (times the Gaussian normalisation constant).
+//
+// Two methods:
+//   direct  every (target, source) pair, O(m n d); exact up to floating-point rounding. The
+//           sums are accumulated so that their error does not grow with n.
+//   ifgt    the Improved Fast Gauss Transform: sources clustered (farthest-point k-center),
+//           per-cluster truncated Taylor expansions of total degree < p, evaluated only for
+//           clusters within the cut-off radius of a target. Parameters (K clusters, order p,
+//           cut-off r) are chosen from the requested absolute error `eps`, so that
+//           |G_ifgt(y) - G(y)| <= eps * sum_i |q_i| for every target.
+//   automatic  ifgt where its predicted cost beats direct, else direct.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <simkit/context.hpp>
+#include <simkit/matrix.hpp>
+
+namespace simkit {
+
+enum class GaussMethod { direct, ifgt, automatic };
+
+/// "direct", "ifgt", "auto"; throws Error(invalid_argument) otherwise.
+GaussMethod parse_gauss_method(const std::string& name);
+const char* to_string(GaussMethod method) noexcept;
+
+struct GaussOptions {
+  GaussMethod method = GaussMethod::automatic;
+  /// ifgt / automatic: the guaranteed absolute error, as a fraction of sum_i |q_i|.
+  double eps = 1e-6;
+};
+
+/// What a call did, for `--verbose` and the benchmarks.
+struct GaussReport {
+  GaussMethod method = GaussMethod::direct;  // the method that ran (never automatic)
+  int64_t clusters = 0;                      // ifgt: K
+  int order = 0;                             // ifgt: p (monomials of total degree < p)
+  double cutoff_radius = 0;                  // ifgt: r, in the units of the data
+  double error_bound = 0;                    // ifgt: the bound on |error| / sum|q| that holds
+  std::string note;                          // e.g. why automatic chose direct
+};
+
+/// G(y_j) for every row of Y (m x d), from sources X (n x d), weights q (n values, or empty for
+/// all ones) and bandwidth h > 0; out must hold m values. Sources, targets and out may each be
+/// on the host or (GPU backend) on the device; q is on the host.
+/// Throws Error(invalid_argument) on empty sets, a dimension mismatch, q of the wrong length,
+/// h <= 0 or non-finite, eps outside (0, 1), or NaN/Inf in any input.
+GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const std::vector<double>& q,
+                            MatrixView<const float> Y, double h, MatrixView<double> out,
+                            const GaussOptions& options = {});
+
+/// Convenience form returning the m values.
+std::vector<double> gauss_transform(const Context& ctx, MatrixView<const float> X, const std::vector<double>& q,
+                                    MatrixView<const float> Y, double h, const GaussOptions& options = {},
+                                    GaussReport* report = nullptr);
+
+}  // namespace simkit
