@@ -78,22 +78,32 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
+  # BENCH_SUITES picks the suites (default: all three). Each side's CSVs are merged into one
+  # file, simkit.csv and torch.csv, to stay within what comes back from the device.
+  suites=${BENCH_SUITES:-pairwise knn gauss}
+  csv=/tmp/simkit-csv && rm -rf "$csv" && mkdir -p "$csv"
   cli="$build/apps/cli/simkit"
-  if "$cli" bench --help >/dev/null 2>&1; then
-    log "simkit bench pairwise"
-    "$cli" bench pairwise --device gpu --csv "$OUT/simkit_pairwise.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
-    log "simkit bench knn"
-    "$cli" bench knn --device gpu --csv "$OUT/simkit_knn.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
-  fi
-  if [ -f "$root/bench/peers/torch_peers.py" ]; then
-    log "PyTorch peers"
-    PYTHONUNBUFFERED=1 python3 "$root/bench/peers/torch_peers.py" --csv "$OUT/torch.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
-  fi
-  if [ -f "$root/bench/compare.py" ]; then
-    python3 "$root/bench/compare.py" --out "$OUT/table.md" \
-      --device-name "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
-      ${SIMKIT_COMMIT:+--commit "$SIMKIT_COMMIT"} "$OUT"/simkit_*.csv "$OUT/torch.csv" && cat "$OUT/table.md"
-  fi
+  for suite in $suites; do
+    "$cli" bench "$suite" --help >/dev/null 2>&1 || { log "no 'simkit bench $suite' in this build"; continue; }
+    log "simkit bench $suite"
+    "$cli" bench "$suite" --device gpu --csv "$csv/simkit_$suite.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
+    log "PyTorch peer: $suite"
+    peer="$root/bench/peers/torch_peers.py"; args=(--suites "$suite")
+    if [ "$suite" = gauss ]; then peer="$root/bench/peers/torch_gauss.py"; args=(); fi
+    if [ -f "$peer" ]; then
+      PYTHONUNBUFFERED=1 python3 "$peer" "${args[@]}" --csv "$csv/torch_$suite.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
+    fi
+  done
+  for side in simkit torch; do
+    first=1
+    for f in "$csv/${side}"_*.csv; do
+      [ -f "$f" ] || continue
+      if [ $first = 1 ]; then cat "$f"; first=0; else tail -n +2 "$f"; fi
+    done >"$OUT/$side.csv"
+  done
+  python3 "$root/bench/compare.py" --out "$OUT/table.md" \
+    --device-name "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
+    ${SIMKIT_COMMIT:+--commit "$SIMKIT_COMMIT"} "$OUT/simkit.csv" "$OUT/torch.csv" && cat "$OUT/table.md"
 fi
 log "done, status $status"
 exit $status
