@@ -1,0 +1,156 @@
+// The public Gauss transform: argument checks, device resolution and the choice between the
+// direct sum and the IFGT. The backends (src/cpu/gauss_direct.cpp, src/cpu/ifgt*.cpp,
+// src/cuda/gauss_direct.cu) assume everything checked here.
+//
+// Where things run. The direct sum runs on the resolved device. The IFGT exists on the CPU only
+// for now, so on the GPU an explicit `ifgt` runs the CPU IFGT (host views required; the report's
+// note says so), and `automatic` keeps the GPU direct sum: the IFGT cost model predicts CPU
+// operations and says nothing about how they compare with the GPU's direct throughput.
+
+#include <simkit/error.hpp>
+#include <simkit/gauss.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "validate.hpp"
+
+namespace simkit {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+void check_arguments(MatrixView<const float> X, const std::vector<double>& q, MatrixView<const float> Y, double h,
+                     MatrixView<double> out, const GaussOptions& options) {
+  detail::check_points(X, "sources");
+  detail::check_points(Y, "targets");
+  if (X.cols != Y.cols)
+    fail("dimension mismatch: sources have d = " + std::to_string(X.cols) + ", targets have d = " +
+         std::to_string(Y.cols));
+  if (!q.empty() && static_cast<int64_t>(q.size()) != X.rows)
+    fail("weights have " + std::to_string(q.size()) + " values but there are " + std::to_string(X.rows) +
+         " sources (pass one weight per source, or none for all ones)");
+  if (!std::isfinite(h) || h <= 0) fail("bandwidth h must be a positive finite number, got " + num(h));
+  if (!(options.eps > 0 && options.eps < 1)) fail("eps must lie in (0, 1), got " + num(options.eps));
+  if (options.method != GaussMethod::direct && options.method != GaussMethod::ifgt &&
+      options.method != GaussMethod::automatic)
+    fail("unknown Gauss transform method");
+  if (out.data == nullptr) fail("out has a null data pointer");
+  if (out.size() != Y.rows || (out.rows != Y.rows && out.cols != Y.rows))
+    fail("out must hold one value per target (" + std::to_string(Y.rows) + " x 1), got " + std::to_string(out.rows) +
+         " x " + std::to_string(out.cols));
+  for (size_t i = 0; i < q.size(); ++i)
+    if (!std::isfinite(q[i])) fail("weights contain NaN or Inf (index " + std::to_string(i) + ")");
+}
+
+/// Fills the IFGT fields of a report from a choice.
+void describe(GaussReport& report, const detail::IfgtChoice& choice) {
+  report.clusters = choice.clusters;
+  report.order = choice.order;
+  report.cutoff_radius = choice.cutoff_radius;
+  report.error_bound = choice.error_bound;
+}
+
+}  // namespace
+
+GaussMethod parse_gauss_method(const std::string& name) {
+  if (name == "direct") return GaussMethod::direct;
+  if (name == "ifgt") return GaussMethod::ifgt;
+  if (name == "auto") return GaussMethod::automatic;
+  throw Error(ErrorCode::invalid_argument, "unknown Gauss transform method '" + name + "' (expected direct, ifgt or auto)");
+}
+
+const char* to_string(GaussMethod method) noexcept {
+  switch (method) {
+    case GaussMethod::direct: return "direct";
+    case GaussMethod::ifgt: return "ifgt";
+    case GaussMethod::automatic: return "auto";
+  }
+  return "unknown";
+}
+
+GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const std::vector<double>& q,
+                            MatrixView<const float> Y, double h, MatrixView<double> out, const GaussOptions& options) {
+  check_arguments(X, q, Y, h, out, options);
+  // Host data is checked before the device is resolved, so bad input fails with its own
+  // message alone (as in knn).
+  if (X.where == Memory::host) detail::check_finite(ctx, X, "sources");
+  if (Y.where == Memory::host) detail::check_finite(ctx, Y, "targets");
+  const Device dev = resolve_device(ctx);
+  const bool any_on_device = X.where == Memory::device || Y.where == Memory::device || out.where == Memory::device;
+  if (dev == Device::cpu && any_on_device)
+    throw Error(ErrorCode::invalid_argument, "the CPU backend needs host memory; pass host views or use the GPU");
+  if (X.where == Memory::device) detail::check_finite(ctx, X, "sources");
+  if (Y.where == Memory::device) detail::check_finite(ctx, Y, "targets");
+
+  std::vector<double> ones;
+  const double* weights = q.data();
+  if (q.empty()) {
+    ones.assign(static_cast<size_t>(X.rows), 1.0);
+    weights = ones.data();
+  }
+
+  GaussReport report;
+  report.method = GaussMethod::direct;
+  bool use_ifgt = false;
+  detail::IfgtChoice choice;
+  if (options.method == GaussMethod::ifgt) {
+    if (any_on_device)
+      throw Error(ErrorCode::unsupported,
+                  "the IFGT runs on the CPU for now and needs host views; copy the data to the host or use "
+                  "--method direct");
+    choice = detail::cpu::choose_ifgt(ctx, X, weights, Y, h, options.eps);
+    if (!choice.feasible) fail("the IFGT cannot meet eps = " + num(options.eps) + ": " + choice.why +
+                               "; use --method direct or auto");
+    use_ifgt = true;
+    if (dev == Device::gpu) report.note = "the GPU IFGT is not built yet: the IFGT ran on the CPU";
+  } else if (options.method == GaussMethod::automatic) {
+    if (dev == Device::gpu) {
+      report.note = "auto: direct on the GPU (the IFGT runs on the CPU only, and its cost model does not cover the GPU)";
+    } else {
+      choice = detail::cpu::choose_ifgt(ctx, X, weights, Y, h, options.eps);
+      if (!choice.feasible) {
+        report.note = "auto: direct, the IFGT is infeasible here: " + choice.why;
+      } else if (choice.ifgt_cost < choice.direct_cost) {
+        use_ifgt = true;
+        report.note = "auto: ifgt, predicted cost " + num(choice.ifgt_cost) + " < direct " + num(choice.direct_cost);
+      } else {
+        report.note = "auto: direct, predicted IFGT cost " + num(choice.ifgt_cost) + " >= direct " +
+                      num(choice.direct_cost);
+      }
+    }
+  }
+
+  if (use_ifgt) {
+    report.method = GaussMethod::ifgt;
+    describe(report, choice);
+    detail::cpu::gauss_ifgt(ctx, X, weights, Y, h, choice, out.data);
+  } else if (dev == Device::gpu) {
+    detail::cuda::gauss_direct(ctx, X, weights, Y, h, out);
+  } else {
+    detail::cpu::gauss_direct(ctx, X, weights, Y, h, out.data);
+  }
+  return report;
+}
+
+std::vector<double> gauss_transform(const Context& ctx, MatrixView<const float> X, const std::vector<double>& q,
+                                    MatrixView<const float> Y, double h, const GaussOptions& options,
+                                    GaussReport* report) {
+  std::vector<double> out(Y.rows > 0 ? static_cast<size_t>(Y.rows) : 0);
+  MatrixView<double> view(out.empty() ? nullptr : out.data(), Y.rows, 1);
+  const GaussReport r = gauss_transform(ctx, X, q, Y, h, view, options);
+  if (report != nullptr) *report = r;
+  return out;
+}
+
+}  // namespace simkit
