@@ -18,6 +18,8 @@
 namespace simkit::cli {
 namespace bench {
 
+void run_gauss_suite(const Options& options);  // bench_gauss.cpp
+
 Setup prepare(const Options& o, const char* suite, int gpu_repeat, int cpu_repeat, int gpu_warmup, int cpu_warmup) {
   Setup s;
   s.ctx.device = parse_device(o.device);
@@ -115,6 +117,23 @@ void add_bench_command(CLI::App& app) {
                    "queries per case (default: the case's; on the CPU 1,000 for d = 128 and 100 for d = 768)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   knn_cmd->callback([kn] { bench::run_knn_suite(*kn); });
+
+  auto ga = std::make_shared<bench::Options>();
+  ga->cases = "seed,large,ifgt";
+  auto* gauss_cmd = bench_cmd->add_subcommand(
+      "gauss",
+      "Gauss transform: 65,536^2 at d = 1..8 (h = 0.3 d), 2^20^2 at d = 3 direct, 1e6^2 at d = 3 ifgt (eps 1e-6) "
+      "vs direct; error vs float64 on 4,096 targets");
+  add_common_options(gauss_cmd, *ga, "timed runs (default 10 on the GPU, 3 on the CPU; at least 10 on the GPU)",
+                     "untimed runs before the timed ones (default 2 on the GPU, 1 on the CPU)");
+  gauss_cmd->add_option("--cases", ga->cases, "which cases: seed, large, ifgt, ifgt8 (comma-separated)")
+      ->capture_default_str();
+  gauss_cmd
+      ->add_option("--queries", ga->queries,
+                   "targets per case (default: the case's; on the CPU 1,024 for seed, 2,048 for ifgt, large skipped)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  gauss_cmd->footer("Example:\n  simkit bench gauss --device gpu --csv gauss.csv");
+  gauss_cmd->callback([ga] { bench::run_gauss_suite(*ga); });
 }
 
 }  // namespace simkit::cli

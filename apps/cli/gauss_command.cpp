@@ -42,7 +42,8 @@ void run_gauss(const GaussCommandOptions& o) {
   options.method = parse_gauss_method(o.method);
   if (!(o.eps > 0 && o.eps < 1)) bad("--eps must lie in (0, 1), got " + number(o.eps));
   options.eps = o.eps;
-  if (!(std::isfinite(o.bandwidth) && o.bandwidth > 0)) bad("--bandwidth must be a finite h > 0, got " + number(o.bandwidth));
+  if (!(std::isfinite(o.bandwidth) && o.bandwidth > 0))
+    bad("--bandwidth must be a finite h > 0, got " + number(o.bandwidth));
   ProgressBar bar("gauss");
   Context ctx = make_context(o.run, bar.callback());
   check_output_path(o.out, "--out", {".npy"});
@@ -76,10 +77,11 @@ void run_gauss(const GaussCommandOptions& o) {
   if (o.verbose) {
     std::printf("method: %s\n", to_string(report.method));
     if (report.method == GaussMethod::ifgt)
-      std::printf("ifgt: K = %lld clusters, p = %d (monomials of total degree < p), cut-off r = %s, "
-                  "bound |error| <= %s * sum|q|\n",
-                  (long long)report.clusters, report.order, number(report.cutoff_radius).c_str(),
-                  number(report.error_bound).c_str());
+      std::printf(
+          "ifgt: K = %lld clusters, p = %d (monomials of total degree < p), cut-off r = %s, "
+          "bound |error| <= %s * sum|q|\n",
+          (long long)report.clusters, report.order, number(report.cutoff_radius).c_str(),
+          number(report.error_bound).c_str());
     if (!report.note.empty()) std::printf("note: %s\n", report.note.c_str());
   }
   std::fflush(stdout);

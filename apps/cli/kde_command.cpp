@@ -53,8 +53,7 @@ Rule parse_bandwidth(const std::string& text, double& sigma) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (text.empty() || used != text.size())
-    bad("--bandwidth: '" + text + "' is neither a number nor scott / silverman");
+  if (text.empty() || used != text.size()) bad("--bandwidth: '" + text + "' is neither a number nor scott / silverman");
   if (!(std::isfinite(sigma) && sigma > 0)) bad("--bandwidth must be a finite sigma > 0, got " + text);
   return Rule::fixed;
 }
@@ -93,6 +92,11 @@ void run_kde(const KdeOptions& o) {
   if (Y.cols() != X.cols())
     bad("dimension mismatch: --at '" + o.at + "' has d = " + std::to_string(Y.cols()) + ", --data '" + o.data +
         "' has d = " + std::to_string(X.cols()));
+  // Checked here so that the message names this command's options, not the library's.
+  for (int64_t i = 0; i < X.size(); ++i)
+    if (!std::isfinite(X.view().data[i])) bad("--data: '" + o.data + "' holds NaN or Inf");
+  for (int64_t i = 0; i < Y.size(); ++i)
+    if (!std::isfinite(Y.view().data[i])) bad("--at: '" + o.at + "' holds NaN or Inf");
   const int64_t n = X.rows(), d = X.cols();
   std::vector<double> w(static_cast<size_t>(n), 1.0 / double(n));
   if (!o.weights.empty()) {
@@ -109,8 +113,6 @@ void run_kde(const KdeOptions& o) {
     for (double& v : w) v /= sum;
   }
   if (rule != Rule::fixed) {
-    for (int64_t i = 0; i < X.size(); ++i)
-      if (!std::isfinite(X.view().data[i])) bad("--data: '" + o.data + "' holds NaN or Inf");
     const double s = mean_std(X);
     if (!(s > 0)) bad("--bandwidth " + o.bandwidth + ": the data has zero spread; give --bandwidth sigma");
     const double shrink = std::pow(double(n), -1.0 / double(d + 4));

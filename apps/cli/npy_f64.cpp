@@ -24,7 +24,8 @@ namespace {
 std::vector<double> checked(std::vector<double> v, std::string_view option, const std::string& path) {
   if (v.empty()) fail(ErrorCode::invalid_argument, option, path, "holds no values");
   for (size_t i = 0; i < v.size(); ++i)
-    if (!std::isfinite(v[i])) fail(ErrorCode::invalid_argument, option, path, "value " + std::to_string(i) + " is not finite");
+    if (!std::isfinite(v[i]))
+      fail(ErrorCode::invalid_argument, option, path, "value " + std::to_string(i) + " is not finite");
   return v;
 }
 
@@ -63,7 +64,8 @@ bool parse_float_header(const std::string& dict, bool& is_f8, int64_t& count, st
 }  // namespace
 
 void write_f64_column(const std::string& path, const std::vector<double>& values) {
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(values.size()) + ", 1), }";
+  std::string header =
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(values.size()) + ", 1), }";
   // magic (6) + version (2) + length (2) + dict + padding + '\n', a multiple of 64.
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
@@ -87,7 +89,8 @@ std::vector<double> read_f64_vector(const std::string& path, std::string_view op
     std::ifstream f(path, std::ios::binary);
     if (!f) fail(ErrorCode::io, option, path, "cannot open: " + std::string(std::strerror(errno)));
     const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) fail(ErrorCode::io, option, path, "not an .npy file");
+    if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+      fail(ErrorCode::io, option, path, "not an .npy file");
     const int major = static_cast<unsigned char>(bytes[6]);
     size_t header_len = 0, start = 0;
     if (major == 1) {

@@ -41,6 +41,7 @@ void check_arguments(MatrixView<const float> X, const std::vector<double>& q, Ma
     fail("weights have " + std::to_string(q.size()) + " values but there are " + std::to_string(X.rows) +
          " sources (pass one weight per source, or none for all ones)");
   if (!std::isfinite(h) || h <= 0) fail("bandwidth h must be a positive finite number, got " + num(h));
+  if (!std::isfinite(1.0 / (h * h))) fail("bandwidth h = " + num(h) + " is too small: 1 / h^2 overflows a double");
   if (!(options.eps > 0 && options.eps < 1)) fail("eps must lie in (0, 1), got " + num(options.eps));
   if (options.method != GaussMethod::direct && options.method != GaussMethod::ifgt &&
       options.method != GaussMethod::automatic)
