@@ -67,9 +67,9 @@ Plan plan(const Needs& need, int64_t m, int64_t n, size_t budget) {
   // Halve the source block first at equal sizes: a full target block reads every target once.
   while (need.bytes(p.mb, p.nb) > budget) {
     if (p.mb == 1 && p.nb == 1)
-      throw Error(ErrorCode::out_of_memory, "gpu_memory_budget of " + std::to_string(budget) +
-                                                " bytes is too small for the Gauss transform with d = " +
-                                                std::to_string(need.d));
+      throw Error(ErrorCode::out_of_memory,
+                  "gpu_memory_budget of " + std::to_string(budget) +
+                      " bytes is too small for the Gauss transform with d = " + std::to_string(need.d));
     if (p.nb >= p.mb && p.nb > 1)
       p.nb = (p.nb + 1) / 2;
     else
@@ -89,7 +89,7 @@ struct Launch {
   const float* S;  // packed sources, whole tiles
   int64_t tiles;
   float neg_scale;
-  double* out;  // m values, device
+  double* out;         // m values, device
   bool first_sources;  // the first block of sources for these targets
 };
 
@@ -120,8 +120,7 @@ void launch_wide(const Launch& a, int multiprocessors, cudaStream_t s) {
   if (mode == Store::atomic && a.first_sources)
     check_cuda(cudaMemsetAsync(a.out, 0, size_t(a.m) * 8, s), "cudaMemsetAsync");
   const dim3 grid{unsigned(blocks_x), unsigned(split)};
-  gauss::gauss_wide_kernel<<<grid, kThreads, 0, s>>>(a.Y, a.m, a.d, a.S, a.tiles, per_split, a.neg_scale, a.out,
-                                                      mode);
+  gauss::gauss_wide_kernel<<<grid, kThreads, 0, s>>>(a.Y, a.m, a.d, a.S, a.tiles, per_split, a.neg_scale, a.out, mode);
   check_launch("gauss_wide_kernel");
 }
 
@@ -156,12 +155,8 @@ void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q
   const float neg_scale = negative_scale(h);
   const size_t budget = working_budget(ctx, r);
 
-  const Needs need{d,
-                   q != nullptr,
-                   X.where == Memory::host,
-                   Y.where == Memory::host,
-                   out.where == Memory::host,
-                   d > kMaxRegD};
+  const Needs need{
+      d, q != nullptr, X.where == Memory::host, Y.where == Memory::host, out.where == Memory::host, d > kMaxRegD};
   const Plan p = plan(need, m, n, budget);
   r.arena.reserve(need.bytes(p.mb, p.nb), budget);
   Carver carve(r.arena);
@@ -180,12 +175,11 @@ void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q
       check_cuda(cudaMemcpyAsync(x_stage, x, size_t(nb) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
       x = x_stage;
     }
-    if (q_dev)
-      check_cuda(cudaMemcpyAsync(q_dev, q + j0, size_t(nb) * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+    if (q_dev) check_cuda(cudaMemcpyAsync(q_dev, q + j0, size_t(nb) * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
     const int64_t tiles = (nb + kTile - 1) / kTile;
     const int64_t rows = tiles * kTile;
     gauss::pack_sources_kernel<<<grid_for(rows * P, r.multiprocessors), 256, 0, s>>>(x, q_dev, nb, int(d), rows,
-                                                                                      packed);
+                                                                                     packed);
     check_launch("pack_sources_kernel");
     return tiles;
   };
