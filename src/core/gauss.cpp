@@ -35,8 +35,8 @@ void check_arguments(MatrixView<const float> X, const std::vector<double>& q, Ma
   detail::check_points(X, "sources");
   detail::check_points(Y, "targets");
   if (X.cols != Y.cols)
-    fail("dimension mismatch: sources have d = " + std::to_string(X.cols) + ", targets have d = " +
-         std::to_string(Y.cols));
+    fail("dimension mismatch: sources have d = " + std::to_string(X.cols) +
+         ", targets have d = " + std::to_string(Y.cols));
   if (!q.empty() && static_cast<int64_t>(q.size()) != X.rows)
     fail("weights have " + std::to_string(q.size()) + " values but there are " + std::to_string(X.rows) +
          " sources (pass one weight per source, or none for all ones)");
@@ -68,7 +68,8 @@ GaussMethod parse_gauss_method(const std::string& name) {
   if (name == "direct") return GaussMethod::direct;
   if (name == "ifgt") return GaussMethod::ifgt;
   if (name == "auto") return GaussMethod::automatic;
-  throw Error(ErrorCode::invalid_argument, "unknown Gauss transform method '" + name + "' (expected direct, ifgt or auto)");
+  throw Error(ErrorCode::invalid_argument,
+              "unknown Gauss transform method '" + name + "' (expected direct, ifgt or auto)");
 }
 
 const char* to_string(GaussMethod method) noexcept {
@@ -111,13 +112,14 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
                   "the IFGT runs on the CPU for now and needs host views; copy the data to the host or use "
                   "--method direct");
     choice = detail::cpu::choose_ifgt(ctx, X, weights, Y, h, options.eps);
-    if (!choice.feasible) fail("the IFGT cannot meet eps = " + num(options.eps) + ": " + choice.why +
-                               "; use --method direct or auto");
+    if (!choice.feasible)
+      fail("the IFGT cannot meet eps = " + num(options.eps) + ": " + choice.why + "; use --method direct or auto");
     use_ifgt = true;
     if (dev == Device::gpu) report.note = "the GPU IFGT is not built yet: the IFGT ran on the CPU";
   } else if (options.method == GaussMethod::automatic) {
     if (dev == Device::gpu) {
-      report.note = "auto: direct on the GPU (the IFGT runs on the CPU only, and its cost model does not cover the GPU)";
+      report.note =
+          "auto: direct on the GPU (the IFGT runs on the CPU only, and its cost model does not cover the GPU)";
     } else {
       choice = detail::cpu::choose_ifgt(ctx, X, weights, Y, h, options.eps);
       if (!choice.feasible) {
@@ -126,8 +128,8 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
         use_ifgt = true;
         report.note = "auto: ifgt, predicted cost " + num(choice.ifgt_cost) + " < direct " + num(choice.direct_cost);
       } else {
-        report.note = "auto: direct, predicted IFGT cost " + num(choice.ifgt_cost) + " >= direct " +
-                      num(choice.direct_cost);
+        report.note =
+            "auto: direct, predicted IFGT cost " + num(choice.ifgt_cost) + " >= direct " + num(choice.direct_cost);
       }
     }
   }
