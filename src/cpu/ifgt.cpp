@@ -1,20 +1,225 @@
-// PLACEHOLDER while the IFGT is written (issue #3): refuses, so that everything links.
+// The CPU Improved Fast Gauss Transform with parameters from choose_ifgt (ifgt_params.cpp):
+//
+//   1. farthest-point clustering of the sources into K clusters (ifgt_cluster.hpp), each with
+//      its own radius rx_k = the largest distance of a member to its centre c_k;
+//   2. per cluster, the coefficients over multi-indices |alpha| < p (ifgt_monomials.hpp)
+//        C_alpha^k = 2^|alpha| / alpha! sum_{i in k} q_i exp(-|a_i|^2) a_i^alpha,  a_i = (x_i - c_k) / h;
+//   3. per target, over the clusters with |y - c_k| <= r + rx_k only,
+//        G(y) = sum_k exp(-|b|^2) sum_alpha C_alpha^k b^alpha,  b = (y - c_k) / h.
+// The error bound this meets is derived in ifgt_bound.hpp; the bound is recomputed here from the
+// clustering actually built, and a choice it does not meet is refused.
+//
+// Everything is float64. Coefficients are accumulated per task (a run of at most kChunk
+// sources of one cluster, so one huge cluster still spreads over all threads), and the task
+// partials are added per cluster in task order, so results do not depend on the thread count.
+
 #include <simkit/error.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "core/backend.hpp"
+#include "cpu/ifgt_bound.hpp"
+#include "cpu/ifgt_cluster.hpp"
+#include "cpu/ifgt_monomials.hpp"
+#include "cpu/ifgt_params.hpp"
+#include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 
-IfgtChoice choose_ifgt(const Context&, MatrixView<const float>, const double*, MatrixView<const float>, double,
-                       double) {
-  IfgtChoice c;
-  c.why = "the IFGT is not built yet";
-  return c;
+namespace {
+
+constexpr int64_t kChunk = 2048;      // sources per coefficient task
+constexpr int64_t kTargetTile = 256;  // targets per evaluation task
+
+struct Span {
+  int32_t cluster;
+  int64_t begin, end;  // into the cluster-sorted source order
+};
+
+void check_choice(const IfgtChoice& choice, int64_t n, int64_t d) {
+  auto bad = [](const std::string& what) {
+    throw Error(ErrorCode::invalid_argument, "IFGT parameters rejected: " + what);
+  };
+  if (!choice.feasible) bad("the choice is marked infeasible (" + choice.why + ")");
+  if (choice.clusters < 1 || choice.clusters > n) bad("K must lie in [1, n]");
+  if (choice.order < 1 || choice.order > kIfgtMaxOrder) bad("p must lie in [1, " + std::to_string(kIfgtMaxOrder) + "]");
+  const int64_t P = monomial_count(d, choice.order);
+  if (P > kIfgtMaxMonomials || P > kIfgtMaxCoefficients / choice.clusters) bad("K x P exceeds the coefficient limit");
+  if (!(choice.cutoff_radius > 0) || !std::isfinite(choice.cutoff_radius)) bad("the cut-off radius must be positive");
 }
 
-void gauss_ifgt(const Context&, MatrixView<const float>, const double*, MatrixView<const float>, double,
-                const IfgtChoice&, double*) {
-  throw Error(ErrorCode::unsupported, "the IFGT is not built yet");
+}  // namespace
+
+void gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
+                const IfgtChoice& choice, double* out) {
+  const int64_t n = X.rows, m = Y.rows, d = X.cols;
+  check_choice(choice, n, d);
+  const int64_t K = choice.clusters;
+  const int p = choice.order;
+  const int64_t P = monomial_count(d, p);
+  const double r = choice.cutoff_radius;
+  const double inv_h = 1.0 / h;
+  const int threads = cpu_threads(ctx);
+
+  translate_bad_alloc("IFGT", [&] {
+    const std::vector<double> x = widen_rows(X);
+    FarthestPointClustering clustering(ctx, x.data(), n, d);
+    for (int64_t k = 0; k < K; ++k) clustering.add_centre();
+    const std::vector<int32_t>& label = clustering.labels();
+    const std::vector<double>& dist2 = clustering.dist2();
+
+    // Sources sorted by cluster (counting sort, stable), and each cluster's radius.
+    std::vector<int64_t> first(static_cast<size_t>(K + 1), 0);
+    std::vector<double> radius(static_cast<size_t>(K), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto c = static_cast<size_t>(label[static_cast<size_t>(i)]);
+      ++first[c + 1];
+      radius[c] = std::max(radius[c], dist2[static_cast<size_t>(i)]);
+    }
+    double rx = 0;
+    for (int64_t c = 0; c < K; ++c) {
+      first[static_cast<size_t>(c + 1)] += first[static_cast<size_t>(c)];
+      radius[static_cast<size_t>(c)] = std::sqrt(radius[static_cast<size_t>(c)]);
+      rx = std::max(rx, radius[static_cast<size_t>(c)]);
+    }
+    const double bound = ifgt_error_bound(p, rx, r, h);
+    if (bound > choice.error_bound * (1 + 1e-12) + 1e-300) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "IFGT: the clustering built has bound %.6g, above the %.6g its choice promised",
+                    bound, choice.error_bound);
+      throw Error(ErrorCode::invalid_argument, buf);
+    }
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    {
+      std::vector<int64_t> fill(first.begin(), first.end() - 1);
+      for (int64_t i = 0; i < n; ++i)
+        order[static_cast<size_t>(fill[static_cast<size_t>(label[static_cast<size_t>(i)])]++)] = i;
+    }
+    std::vector<double> centre(static_cast<size_t>(K * d));
+    for (int64_t c = 0; c < K; ++c) {
+      const double* src = x.data() + clustering.centre_ids()[static_cast<size_t>(c)] * d;
+      std::copy(src, src + d, centre.begin() + c * d);
+    }
+
+    // Coefficients: one task per run of <= kChunk sources of one cluster.
+    std::vector<Span> spans;
+    for (int64_t c = 0; c < K; ++c)
+      for (int64_t b = first[static_cast<size_t>(c)]; b < first[static_cast<size_t>(c + 1)]; b += kChunk)
+        spans.push_back({static_cast<int32_t>(c), b, std::min(b + kChunk, first[static_cast<size_t>(c + 1)])});
+    const auto tasks = static_cast<int64_t>(spans.size());
+    std::vector<double> partial(static_cast<size_t>(tasks * P), 0.0);
+    run_tasks(
+        ctx, threads, tasks,
+        [&](int64_t t, int) {
+          // kLanes sources at a time (graded_monomials_lanes); a short last group is padded with
+          // zero weights, which add exact zeros.
+          std::vector<double> mono(static_cast<size_t>(P * kLanes)), acc(static_cast<size_t>(P * kLanes), 0.0);
+          std::vector<double> a(static_cast<size_t>(d * kLanes)), w(kLanes);
+          std::vector<int64_t> head(static_cast<size_t>(d));
+          const Span& s = spans[static_cast<size_t>(t)];
+          const double* c = centre.data() + s.cluster * d;
+          for (int64_t o0 = s.begin; o0 < s.end; o0 += kLanes) {
+            for (int64_t l = 0; l < kLanes; ++l) {
+              const int64_t o = o0 + l;
+              if (o >= s.end) {
+                for (int64_t e = 0; e < d; ++e) a[static_cast<size_t>(e * kLanes + l)] = 0.0;
+                w[static_cast<size_t>(l)] = 0.0;
+                continue;
+              }
+              const int64_t i = order[static_cast<size_t>(o)];
+              const double* xi = x.data() + i * d;
+              double a2 = 0;
+              for (int64_t e = 0; e < d; ++e) {
+                const double ae = (xi[e] - c[e]) * inv_h;
+                a[static_cast<size_t>(e * kLanes + l)] = ae;
+                a2 += ae * ae;
+              }
+              w[static_cast<size_t>(l)] = q[i] * std::exp(-a2);
+            }
+            graded_monomials_lanes(a.data(), d, p, head.data(), mono.data());
+            for (int64_t j = 0; j < P; ++j) {
+              double* dst = acc.data() + j * kLanes;
+              const double* src = mono.data() + j * kLanes;
+#pragma omp simd
+              for (int64_t l = 0; l < kLanes; ++l) dst[l] += w[static_cast<size_t>(l)] * src[l];
+            }
+          }
+          double* part = partial.data() + t * P;
+          for (int64_t j = 0; j < P; ++j) {
+            double sum = 0;
+            for (int64_t l = 0; l < kLanes; ++l) sum += acc[static_cast<size_t>(j * kLanes + l)];
+            part[j] = sum;
+          }
+        },
+        0.0, 0.3);
+    const std::vector<double> factor = taylor_factors(d, p, P);
+    std::vector<double> coeff(static_cast<size_t>(K * P), 0.0);
+    for (int64_t t = 0; t < tasks; ++t) {
+      double* dst = coeff.data() + spans[static_cast<size_t>(t)].cluster * P;
+      const double* src = partial.data() + t * P;
+      for (int64_t j = 0; j < P; ++j) dst[j] += src[j];
+    }
+    for (int64_t c = 0; c < K; ++c)
+      for (int64_t j = 0; j < P; ++j) coeff[static_cast<size_t>(c * P + j)] *= factor[static_cast<size_t>(j)];
+    std::vector<double>().swap(partial);
+
+    // Evaluation: each target sums the expansions of the clusters within its cut-off.
+    std::vector<double> reach2(static_cast<size_t>(K));
+    for (int64_t c = 0; c < K; ++c) {
+      const double reach = r + radius[static_cast<size_t>(c)];
+      reach2[static_cast<size_t>(c)] = reach * reach;
+    }
+    const int64_t tiles = (m + kTargetTile - 1) / kTargetTile;
+    run_tasks(
+        ctx, threads, tiles,
+        [&](int64_t tile, int) {
+          // Cluster by cluster over the tile: the targets within the cluster's reach are gathered,
+          // then expanded kLanes at a time. Each target still adds its clusters' contributions in
+          // cluster order, so the grouping does not change its rounding.
+          const int64_t j0 = tile * kTargetTile, tn = std::min(m, j0 + kTargetTile) - j0;
+          std::vector<double> y(static_cast<size_t>(tn * d)), g(static_cast<size_t>(tn), 0.0),
+              t2(static_cast<size_t>(tn));
+          std::vector<int64_t> near(static_cast<size_t>(tn)), head(static_cast<size_t>(d));
+          std::vector<double> mono(static_cast<size_t>(P * kLanes)), b(static_cast<size_t>(d * kLanes)), sum(kLanes);
+          for (int64_t j = 0; j < tn; ++j)
+            for (int64_t e = 0; e < d; ++e) y[static_cast<size_t>(j * d + e)] = Y(j0 + j, e);
+          for (int64_t c = 0; c < K; ++c) {
+            const double* cc = centre.data() + c * d;
+            int64_t count = 0;
+            for (int64_t j = 0; j < tn; ++j) {
+              double s2 = 0;
+              for (int64_t e = 0; e < d; ++e) {
+                const double t = y[static_cast<size_t>(j * d + e)] - cc[e];
+                s2 += t * t;
+              }
+              t2[static_cast<size_t>(j)] = s2;
+              if (s2 <= reach2[static_cast<size_t>(c)]) near[static_cast<size_t>(count++)] = j;
+            }
+            const double* C = coeff.data() + c * P;
+            for (int64_t k0 = 0; k0 < count; k0 += kLanes) {
+              const int64_t lanes = std::min(kLanes, count - k0);
+              for (int64_t l = 0; l < kLanes; ++l) {
+                const int64_t j = near[static_cast<size_t>(k0 + std::min(l, lanes - 1))];  // pad with a real target
+                for (int64_t e = 0; e < d; ++e)
+                  b[static_cast<size_t>(e * kLanes + l)] = (y[static_cast<size_t>(j * d + e)] - cc[e]) * inv_h;
+              }
+              monomial_dot_lanes(b.data(), d, p, head.data(), C, mono.data(), sum.data());
+              for (int64_t l = 0; l < lanes; ++l) {
+                const int64_t j = near[static_cast<size_t>(k0 + l)];
+                g[static_cast<size_t>(j)] +=
+                    sum[static_cast<size_t>(l)] * std::exp(-t2[static_cast<size_t>(j)] * inv_h * inv_h);
+              }
+            }
+          }
+          for (int64_t j = 0; j < tn; ++j) out[j0 + j] = g[static_cast<size_t>(j)];
+        },
+        0.3, 1.0);
+  });
 }
 
 }  // namespace simkit::detail::cpu

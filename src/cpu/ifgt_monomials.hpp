@@ -15,21 +15,79 @@
 
 namespace simkit::detail::cpu {
 
-/// Writes the monomials of v (d values) of total degree < p into out (monomial_count(d, p)
-/// values). head: scratch of d values.
-inline void graded_monomials(const double* v, int64_t d, int p, int64_t* head, double* out) {
-  out[0] = 1.0;
+/// Writes the monomials of total degree < p of kLanes vectors at once (monomial_count(d, p)
+/// per vector): v[i * kLanes + l] is coordinate i of vector l, out[t * kLanes + l] its monomial
+/// t. The innermost loop runs over lanes, so each recurrence step is a few vector multiplies.
+/// head: scratch of d values.
+constexpr int64_t kLanes = 8;
+inline void graded_monomials_lanes(const double* v, int64_t d, int p, int64_t* head, double* out) {
+  for (int64_t l = 0; l < kLanes; ++l) out[l] = 1.0;
   for (int64_t i = 0; i < d; ++i) head[i] = 0;
   int64_t t = 1;
   for (int g = 1; g < p; ++g) {
-    const int64_t end = t;  // one past the last monomial of degree g - 1
+    const int64_t end = t;
     for (int64_t i = 0; i < d; ++i) {
       const int64_t start = head[i];
       head[i] = t;
-      const double vi = v[i];
-      for (int64_t j = start; j < end; ++j) out[t++] = vi * out[j];
+      const double* vi = v + i * kLanes;
+      for (int64_t j = start; j < end; ++j, ++t) {
+        const double* src = out + j * kLanes;
+        double* dst = out + t * kLanes;
+#pragma omp simd
+        for (int64_t l = 0; l < kLanes; ++l) dst[l] = vi[l] * src[l];
+      }
     }
   }
+}
+
+/// The lane-parallel recurrence fused with the evaluation's dot product:
+/// result[l] = sum_t C[t] * (monomial t of vector l). mono is scratch of P * kLanes values. Two
+/// interleaved sets of accumulators, kept in registers, so that consecutive FMAs do not wait
+/// on each other.
+inline void monomial_dot_lanes(const double* v, int64_t d, int p, int64_t* head, const double* C, double* mono,
+                               double* result) {
+  double acc0[kLanes], acc1[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) {
+    mono[l] = 1.0;
+    acc0[l] = C[0];
+    acc1[l] = 0.0;
+  }
+  for (int64_t i = 0; i < d; ++i) head[i] = 0;
+  int64_t t = 1;
+  for (int g = 1; g < p; ++g) {
+    const int64_t end = t;
+    for (int64_t i = 0; i < d; ++i) {
+      const int64_t start = head[i];
+      head[i] = t;
+      const double* vi = v + i * kLanes;
+      int64_t j = start;
+      for (; j + 1 < end; j += 2, t += 2) {
+        const double c0 = C[t], c1 = C[t + 1];
+        const double* s0 = mono + j * kLanes;
+        double* d0 = mono + t * kLanes;
+#pragma omp simd
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const double m0 = vi[l] * s0[l], m1 = vi[l] * s0[kLanes + l];
+          d0[l] = m0;
+          d0[kLanes + l] = m1;
+          acc0[l] += c0 * m0;
+          acc1[l] += c1 * m1;
+        }
+      }
+      for (; j < end; ++j, ++t) {
+        const double c0 = C[t];
+        const double* s0 = mono + j * kLanes;
+        double* d0 = mono + t * kLanes;
+#pragma omp simd
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const double m0 = vi[l] * s0[l];
+          d0[l] = m0;
+          acc0[l] += c0 * m0;
+        }
+      }
+    }
+  }
+  for (int64_t l = 0; l < kLanes; ++l) result[l] = acc0[l] + acc1[l];
 }
 
 /// 2^|alpha| / alpha! for every multi-index in the same order, built by the same recurrence:

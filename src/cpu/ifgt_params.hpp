@@ -15,13 +15,20 @@ constexpr int64_t kIfgtMaxMonomials = int64_t{1} << 15;
 constexpr int64_t kIfgtMaxCoefficients = int64_t{1} << 24;
 /// Largest K. A target finds its clusters by a loop over all centres, so K is kept where that
 /// loop stays cheap next to the expansions; and K is at most n / 4, since with clusters of a
-/// few points the IFGT is the direct sum done expensively.
+/// few points the IFGT is the direct sum done expensively (except that up to 16 clusters are
+/// always allowed, where that costs nothing).
 constexpr int64_t kIfgtMaxClusters = 4096;
-inline int64_t ifgt_cluster_limit(int64_t n) { return std::max<int64_t>(1, std::min(kIfgtMaxClusters, n / 4)); }
+inline int64_t ifgt_cluster_limit(int64_t n) {
+  return std::min(kIfgtMaxClusters, std::max(std::min<int64_t>(n, 16), n / 4));
+}
 
-/// The parameters aim at this fraction of eps, leaving the rest to floating-point rounding
-/// (about (P + cluster size) ulps of sum|q|); eps below kIfgtMinEps is refused for that reason.
+/// The parameters aim at this fraction of eps, leaving the rest to floating-point rounding. Every
+/// sum the transform forms has absolute terms adding up to at most sum|q| (ifgt_bound.hpp), so
+/// its worst-case rounding is about (terms in the longest chain of additions) ulps of sum|q|:
+/// a coefficient task's 2048 sources, plus one addition per task of a cluster, plus the P terms
+/// of an expansion. With P <= 2^15 and n <= 2^26 that is < 7e4 ulps ~ 8e-12 sum|q|, within the
+/// 1% left over for any eps >= kIfgtMinEps; smaller eps are refused.
 constexpr double kIfgtEpsShare = 0.99;
-constexpr double kIfgtMinEps = 1e-12;
+constexpr double kIfgtMinEps = 1e-9;
 
 }  // namespace simkit::detail::cpu

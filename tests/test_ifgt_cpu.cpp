@@ -1,0 +1,268 @@
+// The CPU IFGT against a float64 direct sum computed here: the guarantee
+// |G_ifgt(y) - G(y)| <= eps * sum|q| is asserted for every target of every case (uniform data in
+// several dimensions and bandwidths, tight clusters, mixed-sign weights), the reported bound
+// must itself lie within eps and above the measured error, a bandwidth too small for the IFGT
+// must be refused with the reason, and `auto` must fall back to direct there.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <simkit/error.hpp>
+#include <simkit/gauss.hpp>
+
+#include "contexts.hpp"
+#include "expect_error.hpp"
+
+namespace simkit::test {
+namespace {
+
+/// Float64 direct sum on all hardware threads (targets split in contiguous ranges).
+std::vector<double> reference(const Matrix<float>& X, const std::vector<double>& q, const Matrix<float>& Y, double h) {
+  std::vector<double> out(static_cast<size_t>(Y.rows()));
+  const int64_t d = X.cols();
+  auto work = [&](int64_t lo, int64_t hi) {
+    for (int64_t j = lo; j < hi; ++j) {
+      double acc = 0;
+      for (int64_t i = 0; i < X.rows(); ++i) {
+        double s = 0;
+        for (int64_t c = 0; c < d; ++c) {
+          const double t = double(Y(j, c)) - double(X(i, c));
+          s += t * t;
+        }
+        acc += q[static_cast<size_t>(i)] * std::exp(-s / (h * h));
+      }
+      out[static_cast<size_t>(j)] = acc;
+    }
+  };
+  const int64_t T = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> team;
+  for (int64_t t = 0; t < T; ++t) team.emplace_back(work, Y.rows() * t / T, Y.rows() * (t + 1) / T);
+  for (auto& th : team) th.join();
+  return out;
+}
+
+Matrix<float> uniform_points(int64_t rows, int64_t d, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  Matrix<float> m(rows, d);
+  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = u(rng);
+  return m;
+}
+
+/// `blobs` tight Gaussian blobs (sd `spread`) around random centres in the unit cube.
+Matrix<float> blob_points(int64_t rows, int64_t d, int blobs, double spread, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::normal_distribution<double> g(0.0, spread);
+  std::vector<double> centres(static_cast<size_t>(blobs * d));
+  for (double& c : centres) c = u(rng);
+  Matrix<float> m(rows, d);
+  for (int64_t i = 0; i < rows; ++i) {
+    const auto b = static_cast<int64_t>(rng() % static_cast<uint32_t>(blobs));
+    for (int64_t c = 0; c < d; ++c) m(i, c) = static_cast<float>(centres[static_cast<size_t>(b * d + c)] + g(rng));
+  }
+  return m;
+}
+
+std::vector<double> mixed_weights(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> q(static_cast<size_t>(n));
+  for (double& w : q) w = u(rng);
+  return q;
+}
+
+struct Outcome {
+  bool feasible = false;
+  double max_error = 0;  // max_j |G_ifgt - G| / sum|q|
+};
+
+/// Runs the IFGT through the public API; asserts the guarantee on every target when feasible,
+/// and the refusal's form (and auto's fallback) when not.
+Outcome check_case(const std::string& name, const Matrix<float>& X, const std::vector<double>& q,
+                   const Matrix<float>& Y, double h, double eps) {
+  SCOPED_TRACE(name);
+  const Context ctx = cpu_context();
+  GaussOptions opt;
+  opt.method = GaussMethod::ifgt;
+  opt.eps = eps;
+  Outcome res;
+  GaussReport rep;
+  std::vector<double> got;
+  try {
+    got = gauss_transform(ctx, X.view(), q, Y.view(), h, opt, &rep);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("cannot meet"), std::string::npos) << e.what();
+    std::printf("  %-34s infeasible: %s\n", name.c_str(), e.what());
+    opt.method = GaussMethod::automatic;
+    GaussReport auto_rep;
+    gauss_transform(ctx, X.view(), q, Y.view(), h, opt, &auto_rep);
+    EXPECT_EQ(auto_rep.method, GaussMethod::direct);
+    EXPECT_NE(auto_rep.note.find("infeasible"), std::string::npos) << auto_rep.note;
+    return res;
+  }
+  res.feasible = true;
+  EXPECT_EQ(rep.method, GaussMethod::ifgt);
+  EXPECT_GE(rep.clusters, 1);
+  EXPECT_GE(rep.order, 1);
+  EXPECT_GT(rep.cutoff_radius, 0);
+  EXPECT_LE(rep.error_bound, eps);
+  const std::vector<double> want = reference(X, q, Y, h);
+  double sum_abs = 0;
+  for (double w : q) sum_abs += std::fabs(w);
+  int64_t worst = 0;
+  for (int64_t j = 0; j < Y.rows(); ++j) {
+    const double err = std::fabs(got[static_cast<size_t>(j)] - want[static_cast<size_t>(j)]);
+    if (err > res.max_error * sum_abs) {
+      res.max_error = err / sum_abs;
+      worst = j;
+    }
+  }
+  std::printf("  %-34s K = %5lld  p = %2d  r = %.4f  bound = %.3e  measured = %.3e  (eps = %.0e)\n", name.c_str(),
+              static_cast<long long>(rep.clusters), rep.order, rep.cutoff_radius, rep.error_bound, res.max_error, eps);
+  EXPECT_LE(res.max_error, eps) << "worst target " << worst << ": ifgt " << got[static_cast<size_t>(worst)]
+                                << " vs direct " << want[static_cast<size_t>(worst)];
+  // The bound is a theorem about exact arithmetic; rounding may add ~1e-15 on top.
+  EXPECT_LE(res.max_error, rep.error_bound + 1e-13);
+  return res;
+}
+
+TEST(IfgtCpu, UniformCubeMeetsEpsOnEveryTarget) {
+  int feasible = 0, cases = 0;
+  for (int64_t d : {1, 2, 3, 5, 8})
+    for (double h : {0.2, 0.5, 1.0})
+      for (double eps : {1e-3, 1e-6}) {
+        // Awkward sizes, n != m.
+        const int64_t n = 2003 + 17 * d, m = 1999 - 13 * d;
+        const auto seed = static_cast<uint32_t>(100 * d + 10 * h);
+        const Matrix<float> X = uniform_points(n, d, seed), Y = uniform_points(m, d, seed + 1);
+        const std::vector<double> q = mixed_weights(n, seed + 2);
+        char name[80];
+        std::snprintf(name, sizeof name, "uniform d=%lld h=%.1f eps=%.0e", static_cast<long long>(d), h, eps);
+        feasible += check_case(name, X, q, Y, h, eps).feasible;
+        ++cases;
+      }
+  std::printf("  %d of %d uniform cases feasible\n", feasible, cases);
+  // Low dimensions with a bandwidth comparable to the data are where the IFGT is meant to run.
+  EXPECT_GE(feasible, 12);
+}
+
+TEST(IfgtCpu, LowDimensionsLargeBandwidthAreFeasible) {
+  for (int64_t d : {1, 2, 3}) {
+    const Matrix<float> X = uniform_points(3001, d, 7), Y = uniform_points(2897, d, 8);
+    const std::vector<double> q = mixed_weights(3001, 9);
+    EXPECT_TRUE(check_case("feasible d=" + std::to_string(d) + " h=0.5 eps=1e-6", X, q, Y, 0.5, 1e-6).feasible);
+  }
+}
+
+TEST(IfgtCpu, LargerProblem) {
+  const Matrix<float> X = uniform_points(20000, 3, 21), Y = uniform_points(20011, 3, 22);
+  const std::vector<double> q = mixed_weights(20000, 23);
+  EXPECT_TRUE(check_case("uniform n=20000 d=3 h=0.5 eps=1e-6", X, q, Y, 0.5, 1e-6).feasible);
+  // Here the IFGT is predicted (and measured) far cheaper than direct: auto must take it.
+  GaussOptions opt;
+  opt.method = GaussMethod::automatic;
+  GaussReport rep;
+  gauss_transform(cpu_context(), X.view(), q, Y.view(), 0.5, opt, &rep);
+  EXPECT_EQ(rep.method, GaussMethod::ifgt) << rep.note;
+}
+
+TEST(IfgtCpu, ClusteredData) {
+  for (int64_t d : {2, 3, 5}) {
+    const Matrix<float> X = blob_points(4001, d, 6, 0.01, 31), Y = blob_points(3001, d, 6, 0.01, 31);
+    // Targets from the same blobs plus a band of uniform ones far from most sources.
+    Matrix<float> Y2 = Y;
+    const Matrix<float> U = uniform_points(500, d, 33);
+    for (int64_t j = 0; j < 500; ++j)
+      for (int64_t c = 0; c < d; ++c) Y2(j, c) = U(j, c);
+    const std::vector<double> q = mixed_weights(4001, 34);
+    for (double h : {0.05, 0.3})
+      for (double eps : {1e-3, 1e-6}) {
+        char name[80];
+        std::snprintf(name, sizeof name, "blobs d=%lld h=%.2f eps=%.0e", static_cast<long long>(d), h, eps);
+        const Outcome o = check_case(name, X, q, Y2, h, eps);
+        // Six tight blobs: a handful of clusters of radius ~0.05 serves any of these bandwidths.
+        if (d <= 3) {
+          EXPECT_TRUE(o.feasible) << name;
+        }
+      }
+  }
+}
+
+TEST(IfgtCpu, PositiveWeightsAndDefaultWeights) {
+  const Matrix<float> X = uniform_points(2500, 2, 41), Y = uniform_points(1500, 2, 42);
+  std::vector<double> q(2500);
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<double> u(0.5, 1.5);
+  for (double& w : q) w = u(rng);
+  EXPECT_TRUE(check_case("positive weights d=2 h=0.3", X, q, Y, 0.3, 1e-6).feasible);
+  // No weights: all ones, sum|q| = n.
+  GaussOptions opt;
+  opt.method = GaussMethod::ifgt;
+  const std::vector<double> got = gauss_transform(cpu_context(), X.view(), {}, Y.view(), 0.3, opt);
+  const std::vector<double> want = reference(X, std::vector<double>(2500, 1.0), Y, 0.3);
+  for (size_t j = 0; j < got.size(); ++j) {
+    ASSERT_LE(std::fabs(got[j] - want[j]), 1e-6 * 2500) << j;
+  }
+}
+
+TEST(IfgtCpu, TinyBandwidthIsRefusedAndAutoFallsBack) {
+  const Matrix<float> X = uniform_points(2000, 3, 51), Y = uniform_points(2000, 3, 52);
+  const std::vector<double> q = mixed_weights(2000, 53);
+  GaussOptions opt;
+  opt.method = GaussMethod::ifgt;
+  expect_error([&] { gauss_transform(cpu_context(), X.view(), q, Y.view(), 0.005, opt); }, ErrorCode::invalid_argument,
+               "h = 0.005 needs more than");
+  opt.method = GaussMethod::automatic;
+  GaussReport rep;
+  const std::vector<double> got = gauss_transform(cpu_context(), X.view(), q, Y.view(), 0.005, opt, &rep);
+  EXPECT_EQ(rep.method, GaussMethod::direct);
+  EXPECT_NE(rep.note.find("infeasible"), std::string::npos) << rep.note;
+  const std::vector<double> want = reference(X, q, Y, 0.005);
+  for (size_t j = 0; j < got.size(); ++j) {
+    ASSERT_NEAR(got[j], want[j], 1e-9) << j;
+  }
+}
+
+TEST(IfgtCpu, DegenerateAndOffsetData) {
+  // One source; three sources (each may be its own cluster); every source at one point (the
+  // clustering's radius is 0 after one centre, so p = 1 is exact); data far from the origin.
+  const Matrix<float> one = uniform_points(1, 3, 71), three = uniform_points(3, 2, 72);
+  EXPECT_TRUE(check_case("single source", one, {0.7}, uniform_points(50, 3, 73), 0.3, 1e-6).feasible);
+  EXPECT_TRUE(check_case("three sources", three, {1.0, -2.0, 0.5}, uniform_points(41, 2, 74), 0.3, 1e-6).feasible);
+  Matrix<float> same(500, 2);
+  for (int64_t i = 0; i < 500; ++i) {
+    same(i, 0) = 0.25f;
+    same(i, 1) = 0.75f;
+  }
+  EXPECT_TRUE(
+      check_case("identical sources", same, mixed_weights(500, 75), uniform_points(300, 2, 76), 0.1, 1e-6).feasible);
+  Matrix<float> far = uniform_points(3000, 3, 77), far_y = uniform_points(1000, 3, 78);
+  for (int64_t i = 0; i < far.size(); ++i) far.data()[i] = 1000.0f + 4.0f * far.data()[i];
+  for (int64_t i = 0; i < far_y.size(); ++i) far_y.data()[i] = 1000.0f + 4.0f * far_y.data()[i];
+  check_case("offset 1000, spread 4, d=3 h=1.5", far, mixed_weights(3000, 79), far_y, 1.5, 1e-6);
+}
+
+TEST(IfgtCpu, ResultsDoNotDependOnThreadCount) {
+  const Matrix<float> X = uniform_points(5000, 3, 61), Y = uniform_points(777, 3, 62);
+  const std::vector<double> q = mixed_weights(5000, 63);
+  GaussOptions opt;
+  opt.method = GaussMethod::ifgt;
+  GaussReport r1, r2;
+  const std::vector<double> a = gauss_transform(cpu_context(1), X.view(), q, Y.view(), 0.4, opt, &r1);
+  const std::vector<double> b = gauss_transform(cpu_context(2), X.view(), q, Y.view(), 0.4, opt, &r2);
+  EXPECT_EQ(r1.clusters, r2.clusters);
+  EXPECT_EQ(r1.order, r2.order);
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace simkit::test
