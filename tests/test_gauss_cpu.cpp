@@ -18,6 +18,7 @@
 
 #include "contexts.hpp"
 #include "expect_error.hpp"
+#include "reference.hpp"
 
 namespace simkit::test {
 namespace {
@@ -40,14 +41,6 @@ std::vector<double> reference_gauss(const Matrix<float>& X, const std::vector<do
     out[static_cast<size_t>(j)] = static_cast<double>(acc);
   }
   return out;
-}
-
-Matrix<float> uniform_points(int64_t rows, int64_t d, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  Matrix<float> m(rows, d);
-  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = u(rng);
-  return m;
 }
 
 enum class Weights { positive, mixed, none };

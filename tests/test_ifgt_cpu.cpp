@@ -19,6 +19,7 @@
 
 #include "contexts.hpp"
 #include "expect_error.hpp"
+#include "reference.hpp"
 
 namespace simkit::test {
 namespace {
@@ -46,14 +47,6 @@ std::vector<double> reference(const Matrix<float>& X, const std::vector<double>&
   for (int64_t t = 0; t < T; ++t) team.emplace_back(work, Y.rows() * t / T, Y.rows() * (t + 1) / T);
   for (auto& th : team) th.join();
   return out;
-}
-
-Matrix<float> uniform_points(int64_t rows, int64_t d, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  Matrix<float> m(rows, d);
-  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = u(rng);
-  return m;
 }
 
 /// `blobs` tight Gaussian blobs (sd `spread`) around random centres in the unit cube.
