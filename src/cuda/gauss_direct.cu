@@ -93,10 +93,15 @@ struct Launch {
   bool first_sources;  // the first block of sources for these targets
 };
 
-template <int D, int T>
-void launch_fused(const Launch& a, int multiprocessors, cudaStream_t s) {
-  const int64_t blocks_x = (a.m + int64_t(kThreads) * T - 1) / (int64_t(kThreads) * T);
-  // At least 4 blocks per SM, but no split thinner than one tile.
+// How the source tiles are split over blockIdx.y: at least 4 blocks per SM, but no split
+// thinner than one tile. Split pieces meet by atomicAdd into an output zeroed here.
+struct SourceSplit {
+  dim3 grid;
+  int64_t per_split;
+  Store mode;
+};
+
+SourceSplit split_sources(const Launch& a, int64_t blocks_x, int multiprocessors, cudaStream_t s) {
   const int64_t want = (4 * int64_t(multiprocessors) + blocks_x - 1) / blocks_x;
   int64_t split = std::clamp<int64_t>(want, 1, std::min<int64_t>(a.tiles, 65535));
   const int64_t per_split = (a.tiles + split - 1) / split;
@@ -104,23 +109,23 @@ void launch_fused(const Launch& a, int multiprocessors, cudaStream_t s) {
   const Store mode = split > 1 ? Store::atomic : a.first_sources ? Store::assign : Store::add;
   if (mode == Store::atomic && a.first_sources)
     check_cuda(cudaMemsetAsync(a.out, 0, size_t(a.m) * 8, s), "cudaMemsetAsync");
-  const dim3 grid{unsigned(blocks_x), unsigned(split)};
+  return {dim3{unsigned(blocks_x), unsigned(split)}, per_split, mode};
+}
+
+template <int D, int T>
+void launch_fused(const Launch& a, int multiprocessors, cudaStream_t s) {
+  const int64_t blocks_x = (a.m + int64_t(kThreads) * T - 1) / (int64_t(kThreads) * T);
+  const SourceSplit g = split_sources(a, blocks_x, multiprocessors, s);
   gauss::gauss_fused_kernel<D, T>
-      <<<grid, kThreads, 0, s>>>(a.Y, a.m, a.d, a.S, a.tiles, per_split, a.neg_scale, a.out, mode);
+      <<<g.grid, kThreads, 0, s>>>(a.Y, a.m, a.d, a.S, a.tiles, g.per_split, a.neg_scale, a.out, g.mode);
   check_launch("gauss_fused_kernel");
 }
 
 void launch_wide(const Launch& a, int multiprocessors, cudaStream_t s) {
   const int64_t blocks_x = (a.m + kThreads - 1) / kThreads;
-  const int64_t want = (4 * int64_t(multiprocessors) + blocks_x - 1) / blocks_x;
-  int64_t split = std::clamp<int64_t>(want, 1, std::min<int64_t>(a.tiles, 65535));
-  const int64_t per_split = (a.tiles + split - 1) / split;
-  split = (a.tiles + per_split - 1) / per_split;
-  const Store mode = split > 1 ? Store::atomic : a.first_sources ? Store::assign : Store::add;
-  if (mode == Store::atomic && a.first_sources)
-    check_cuda(cudaMemsetAsync(a.out, 0, size_t(a.m) * 8, s), "cudaMemsetAsync");
-  const dim3 grid{unsigned(blocks_x), unsigned(split)};
-  gauss::gauss_wide_kernel<<<grid, kThreads, 0, s>>>(a.Y, a.m, a.d, a.S, a.tiles, per_split, a.neg_scale, a.out, mode);
+  const SourceSplit g = split_sources(a, blocks_x, multiprocessors, s);
+  gauss::gauss_wide_kernel<<<g.grid, kThreads, 0, s>>>(a.Y, a.m, a.d, a.S, a.tiles, g.per_split, a.neg_scale, a.out,
+                                                       g.mode);
   check_launch("gauss_wide_kernel");
 }
 
