@@ -217,4 +217,10 @@ std::string with_commas(int64_t v) {
   return v < 0 ? "-" + out : out;
 }
 
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 }  // namespace simkit::cli

@@ -116,4 +116,10 @@ std::string format_gib(double bytes);
 /// "1,000,000".
 std::string with_commas(int64_t v);
 
+/// Bad input named in `msg`: Error(invalid_argument), which main() turns into exit status 2.
+[[noreturn]] inline void bad(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
+
+/// A value in a message: 6 significant digits.
+std::string number(double v);
+
 }  // namespace simkit::cli

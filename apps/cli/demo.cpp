@@ -38,8 +38,6 @@ struct DemoOptions {
   RunOptions run;
 };
 
-[[noreturn]] void bad(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
-
 void print_table(MatrixView<const float> values, MatrixView<const int64_t> ids, int64_t show, int64_t first_row,
                  Metric metric) {
   std::printf("\nThe %lld nearest base rows of the first %lld queries (id, then %s; %s first):\n", (long long)ids.cols,

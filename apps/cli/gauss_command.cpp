@@ -29,14 +29,6 @@ struct GaussCommandOptions {
   RunOptions run;
 };
 
-[[noreturn]] void bad(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
-
-std::string number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 void run_gauss(const GaussCommandOptions& o) {
   GaussOptions options;
   options.method = parse_gauss_method(o.method);

@@ -33,14 +33,6 @@ struct KdeOptions {
   RunOptions run;
 };
 
-[[noreturn]] void bad(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
-
-std::string number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 enum class Rule { fixed, scott, silverman };
 
 // "scott", "silverman" or a finite number > 0 (sigma).

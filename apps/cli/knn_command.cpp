@@ -31,8 +31,6 @@ struct KnnOptions {
   RunOptions run;
 };
 
-[[noreturn]] void bad(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
-
 // The truth file is read up front: a wrong one must fail before the search, not after it.
 Matrix<int64_t> read_truth(const std::string& path, int64_t m, int64_t k) {
   Matrix<int64_t> t;
