@@ -7,16 +7,13 @@
 #
 #   contract.sh SIMKIT_BINARY WORK_DIR
 set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # before the script changes directory
 simkit=$1
 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+keep=keep.ivecs
+# shellcheck source=contract_lib.sh
+source "$here/contract_lib.sh"
 
 # Fixtures, made with simkit itself and plain shell tools (no Python).
 "$simkit" gen --rows 50 --dim 8 --seed 1 --out base.fvecs >/dev/null 2>&1 || { echo "gen failed"; exit 1; }
@@ -49,28 +46,6 @@ done
 mkdir -p adir.ivecs
 echo "previous content" >keep.ivecs
 cp keep.ivecs keep.orig
-
-# bad LABEL PATTERN -- COMMAND...: status 2, one line "simkit: error: ..." matching PATTERN
-# (case-insensitive extended regex), no out.* file and no staging file left in the work dir.
-bad() {
-  local label=$1 pattern=$2
-  shift 3
-  checks=$((checks + 1))
-  rm -f out.* .out.*
-  "$@" >stdout.txt 2>stderr.txt
-  local rc=$?
-  local lines
-  lines=$(wc -l <stderr.txt)
-  [ "$rc" -eq 2 ] || fail "$label: exit status $rc, expected 2 (stderr: $(head -c 300 stderr.txt))"
-  [ "$lines" -eq 1 ] || fail "$label: $lines stderr lines, expected 1: $(head -c 300 stderr.txt)"
-  grep -q '^simkit: error: ' stderr.txt || fail "$label: stderr does not start with 'simkit: error: ': $(head -c 300 stderr.txt)"
-  grep -qiE -- "$pattern" stderr.txt || fail "$label: stderr does not name the problem (/$pattern/): $(cat stderr.txt)"
-  local left
-  left=$(ls -A | grep -E '^\.?out\.' | tr '\n' ' ')
-  [ -z "$left" ] || fail "$label: left output files behind: $left"
-  cmp -s keep.ivecs keep.orig || fail "$label: an existing output file was modified"
-  echo "ok   $label: $(cat stderr.txt)"
-}
 
 K() { "$simkit" knn "$@"; }
 P() { "$simkit" pairwise "$@"; }
@@ -173,11 +148,6 @@ cmp -s g1.fvecs g10.fvecs && fail "gen gives the same data for seeds 9 and 10"
 cmp -s g1.fvecs g0.fvecs || fail "gen base rows change with --queries"
 
 checks=$((checks + 1))
-for cmd in info gen pairwise knn demo "bench pairwise" "bench knn"; do
-  # shellcheck disable=SC2086
-  "$simkit" $cmd --help >help.txt 2>&1 || fail "$cmd --help exits non-zero"
-  grep -q "^Examples\?:" help.txt || fail "$cmd --help has no example"
-done
+expect_examples info gen pairwise knn demo "bench pairwise" "bench knn"
 
-echo "$checks checks, $failures failures"
-[ "$failures" -eq 0 ]
+finish

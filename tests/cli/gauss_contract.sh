@@ -5,17 +5,14 @@
 #
 #   gauss_contract.sh SIMKIT_BINARY WORK_DIR
 set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # before the script changes directory
 export LC_ALL=C # awk's printf "%c" writes bytes, not characters
 simkit=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # the script changes directory
 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+keep=keep.npy
+# shellcheck source=contract_lib.sh
+source "$here/contract_lib.sh"
 
 # fvecs FILE D V1 V2 ...: rows of D floats (values with an exact float form), via awk + printf.
 fvecs() {
@@ -106,27 +103,6 @@ npy_f8 wneg.npy "(2,)" '\x00\x00\x00\x00\x00\x00\xf0\x3f\x00\x00\x00\x00\x00\x00
 npy_f8 wzero.npy "(2,)" '\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
 echo "previous content" >keep.npy
 cp keep.npy keep.orig
-
-# bad LABEL PATTERN -- COMMAND...: status 2, one line "simkit: error: ..." matching PATTERN,
-# no out.* file, no staging file, keep.npy untouched.
-bad() {
-  local label=$1 pattern=$2
-  shift 3
-  checks=$((checks + 1))
-  rm -f out.* .out.*
-  "$@" >stdout.txt 2>stderr.txt
-  local rc=$? lines
-  lines=$(wc -l <stderr.txt)
-  [ "$rc" -eq 2 ] || fail "$label: exit status $rc, expected 2 (stderr: $(head -c 300 stderr.txt))"
-  [ "$lines" -eq 1 ] || fail "$label: $lines stderr lines, expected 1: $(head -c 300 stderr.txt)"
-  grep -q '^simkit: error: ' stderr.txt || fail "$label: stderr does not start with 'simkit: error: '"
-  grep -qiE -- "$pattern" stderr.txt || fail "$label: stderr does not name the problem (/$pattern/): $(cat stderr.txt)"
-  local left
-  left=$(ls -A | grep -E '^\.?(out|keep)\.' | grep -vE '^keep\.(npy|orig)$' | tr '\n' ' ')
-  [ -z "$left" ] || fail "$label: left files behind: $left"
-  cmp -s keep.npy keep.orig || fail "$label: an existing output file was modified"
-  echo "ok   $label: $(cat stderr.txt)"
-}
 
 G() { "$simkit" gauss --device cpu "$@"; }
 D() { "$simkit" kde --device cpu "$@"; }
@@ -275,11 +251,6 @@ for kind in faithful mix1; do
 done
 
 checks=$((checks + 1))
-for cmd in gauss kde "bench gauss"; do
-  # shellcheck disable=SC2086
-  "$simkit" $cmd --help >help.txt 2>&1 || fail "$cmd --help exits non-zero"
-  grep -q "^Examples\?:" help.txt || fail "$cmd --help has no example"
-done
+expect_examples gauss kde "bench gauss"
 
-echo "$checks checks, $failures failures"
-[ "$failures" -eq 0 ]
+finish
