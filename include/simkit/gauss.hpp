@@ -13,8 +13,11 @@
 //           per-cluster truncated Taylor expansions of total degree < p, evaluated only for
 //           clusters within the cut-off radius of a target. Parameters (K clusters, order p,
 //           cut-off r) are chosen from the requested absolute error `eps`, so that
-//           |G_ifgt(y) - G(y)| <= eps * sum_i |q_i| for every target.
-//   automatic  ifgt where its predicted cost beats direct, else direct.
+//           |G_ifgt(y) - G(y)| <= eps * sum_i |q_i| for every target. The bound used is
+//           derived in src/core/ifgt_bound.hpp: per cluster, the sup of Lagrange's remainder
+//           of exp(2 a.b) over the cluster's radius and the reach of its targets.
+//   automatic  ifgt where its predicted cost beats direct on the device that runs it (each
+//           backend has its own cost model), else direct.
 
 #include <cstdint>
 #include <string>
@@ -35,6 +38,12 @@ struct GaussOptions {
   GaussMethod method = GaussMethod::automatic;
   /// ifgt / automatic: the guaranteed absolute error, as a fraction of sum_i |q_i|.
   double eps = 1e-6;
+  /// ifgt: fix the number of clusters K and/or the order p instead of choosing them from eps
+  /// (0 = choose). With a fixed p the error bound is whatever those parameters give, reported
+  /// in GaussReport::error_bound and possibly above eps (the report's note says so); the cut-off
+  /// r still comes from eps. For reproducing published runs; leave at 0 otherwise.
+  int64_t ifgt_clusters = 0;
+  int ifgt_order = 0;
 };
 
 /// What a call did, for `--verbose` and the benchmarks.

@@ -14,16 +14,28 @@
 
 namespace simkit::detail {
 
-/// The IFGT parameters chosen for one problem (src/cpu/ifgt_params.cpp), and what they cost.
+/// The IFGT plan for one problem (core/ifgt_plan.cpp): clusters, centres, order, cut-off, and
+/// the predicted costs that `auto` compares.
 struct IfgtChoice {
-  bool feasible = false;     // a (K, p) exists that meets eps within the limits
-  int64_t clusters = 0;      // K
-  int order = 0;             // p: monomials of total degree < p
-  double cutoff_radius = 0;  // r: clusters farther than this from a target are skipped
-  double error_bound = 0;    // the bound on |error| / sum|q| these parameters guarantee
-  double ifgt_cost = 0;      // predicted operations, comparable with direct_cost
-  double direct_cost = 0;
-  std::string why;  // one line: the choice, or why it is infeasible
+  bool feasible = false;               // a (K, p) exists that meets eps within the limits
+  int64_t clusters = 0;                // K
+  int order = 0;                       // p: monomials of total degree < p (planned; finalize_ifgt settles it)
+  bool fixed_order = false;            // p was given by the caller, not chosen from eps
+  double cutoff_radius = 0;            // r: clusters farther than r + their radius from a target are skipped
+  double target = 0;                   // the bound the order is chosen to meet (0.99 eps)
+  double error_bound = 0;              // the planned bound on |error| / sum|q| (from the sample's radii)
+  std::vector<double> centres;         // K x d, row-major
+  std::vector<double> box_lo, box_hi;  // the targets' bounding box (d values each)
+  double ifgt_cost = 0;                // predicted seconds on the planned device
+  double direct_cost = 0;              // the direct sum's, same units
+  std::string why;                     // one line: the choice, or why it is infeasible
+};
+
+/// What the transform settled after clustering every source (core/ifgt_plan.hpp).
+struct IfgtFinal {
+  int order = 0;
+  double error_bound = 0;     // max(max_k T_p(A_k, B_k), E_r): holds for every target
+  std::vector<double> reach;  // per cluster: r + its radius, the cut-off distance from its centre
 };
 
 namespace cpu {
@@ -35,12 +47,9 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
 /// Direct Gauss transform: out[j] = sum_i q[i] exp(-|Y_j - X_i|^2 / h^2); q has X.rows values.
 void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
                   double* out);
-/// Chooses K, p, r for |error| <= eps * sum|q| (clustering is part of the plan's cost model).
-IfgtChoice choose_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
-                       double h, double eps);
-/// The IFGT with the chosen parameters.
-void gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
-                const IfgtChoice& choice, double* out);
+/// The IFGT with a plan from plan_ifgt (host views).
+IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
+                     double h, const IfgtChoice& choice, double* out);
 }  // namespace cpu
 
 namespace cuda {
@@ -58,6 +67,11 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
 /// Direct Gauss transform on the GPU; X, Y, out host or device, q on the host.
 void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
                   MatrixView<double> out);
+/// The IFGT on the GPU with a plan from plan_ifgt (d <= kIfgtMaxGpuDims); views as above.
+IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
+                     double h, const IfgtChoice& choice, MatrixView<double> out);
+/// A host copy of a device-resident matrix.
+std::vector<float> download(const Context& ctx, MatrixView<const float> m);
 /// True when every element of a device-resident matrix is finite.
 bool all_finite_on_device(const Context& ctx, MatrixView<const float> m);
 /// CUDA architectures this library was compiled for, e.g. "80;86;89;90".

@@ -22,6 +22,11 @@ void gauss_direct(const Context&, MatrixView<const float>, const double*, Matrix
                   MatrixView<double>) {
   refuse();
 }
+IfgtFinal gauss_ifgt(const Context&, MatrixView<const float>, const double*, MatrixView<const float>, double,
+                     const IfgtChoice&, MatrixView<double>) {
+  refuse();
+}
+std::vector<float> download(const Context&, MatrixView<const float>) { refuse(); }
 bool all_finite_on_device(const Context&, MatrixView<const float>) { refuse(); }
 const char* compiled_architectures() noexcept { return ""; }
 
@@ -51,5 +56,6 @@ void DeviceMatrix<T>::copy_to_host(MatrixView<T>) const {
 }
 template class DeviceMatrix<float>;
 template class DeviceMatrix<int64_t>;
+template class DeviceMatrix<double>;
 void synchronize(const Context&) {}
 }  // namespace simkit

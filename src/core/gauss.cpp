@@ -2,10 +2,10 @@
 // direct sum and the IFGT. The backends (src/cpu/gauss_direct.cpp, src/cpu/ifgt*.cpp,
 // src/cuda/gauss_direct.cu) assume everything checked here.
 //
-// Where things run. The direct sum runs on the resolved device. The IFGT exists on the CPU only
-// for now, so on the GPU an explicit `ifgt` runs the CPU IFGT (host views required; the report's
-// note says so), and `automatic` keeps the GPU direct sum: the IFGT cost model predicts CPU
-// operations and says nothing about how they compare with the GPU's direct throughput.
+// Where things run. Both methods run on the resolved device. The IFGT's plan is made on the host
+// (core/ifgt_plan.cpp) with that device's cost model; device-resident inputs are copied down for
+// it. The GPU IFGT is compiled for d <= kIfgtMaxGpuDims: beyond that an explicit `ifgt` on the
+// GPU is refused and `auto` keeps the direct sum.
 
 #include <simkit/error.hpp>
 #include <simkit/gauss.hpp>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "ifgt_plan.hpp"
 #include "validate.hpp"
 
 namespace simkit {
@@ -52,14 +53,6 @@ void check_arguments(MatrixView<const float> X, const std::vector<double>& q, Ma
          " x " + std::to_string(out.cols));
   for (size_t i = 0; i < q.size(); ++i)
     if (!std::isfinite(q[i])) fail("weights contain NaN or Inf (index " + std::to_string(i) + ")");
-}
-
-/// Fills the IFGT fields of a report from a choice.
-void describe(GaussReport& report, const detail::IfgtChoice& choice) {
-  report.clusters = choice.clusters;
-  report.order = choice.order;
-  report.cutoff_radius = choice.cutoff_radius;
-  report.error_bound = choice.error_bound;
 }
 
 }  // namespace
@@ -106,38 +99,49 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
   report.method = GaussMethod::direct;
   bool use_ifgt = false;
   detail::IfgtChoice choice;
+  std::vector<float> x_host, y_host;  // device inputs copied down for the plan (and CPU IFGT)
+  MatrixView<const float> Xh = X, Yh = Y;
+  if (options.method != GaussMethod::direct) {
+    if (X.where == Memory::device) {
+      x_host = detail::cuda::download(ctx, X);
+      Xh = MatrixView<const float>(x_host.data(), X.rows, X.cols);
+    }
+    if (Y.where == Memory::device) {
+      y_host = detail::cuda::download(ctx, Y);
+      Yh = MatrixView<const float>(y_host.data(), Y.rows, Y.cols);
+    }
+    choice = detail::plan_ifgt(ctx, dev, Xh, Yh, h, options);
+  }
   if (options.method == GaussMethod::ifgt) {
-    if (any_on_device)
-      throw Error(ErrorCode::unsupported,
-                  "the IFGT runs on the CPU for now and needs host views; copy the data to the host or use "
-                  "--method direct");
-    choice = detail::cpu::choose_ifgt(ctx, X, weights, Y, h, options.eps);
     if (!choice.feasible)
       fail("the IFGT cannot meet eps = " + num(options.eps) + ": " + choice.why + "; use --method direct or auto");
     use_ifgt = true;
-    if (dev == Device::gpu) report.note = "the GPU IFGT is not built yet: the IFGT ran on the CPU";
   } else if (options.method == GaussMethod::automatic) {
-    if (dev == Device::gpu) {
-      report.note =
-          "auto: direct on the GPU (the IFGT runs on the CPU only, and its cost model does not cover the GPU)";
+    if (!choice.feasible) {
+      report.note = "auto: direct, the IFGT is infeasible here: " + choice.why;
+    } else if (choice.ifgt_cost < choice.direct_cost) {
+      use_ifgt = true;
+      report.note = "auto: ifgt, predicted " + num(choice.ifgt_cost) + " s < direct " + num(choice.direct_cost) + " s";
     } else {
-      choice = detail::cpu::choose_ifgt(ctx, X, weights, Y, h, options.eps);
-      if (!choice.feasible) {
-        report.note = "auto: direct, the IFGT is infeasible here: " + choice.why;
-      } else if (choice.ifgt_cost < choice.direct_cost) {
-        use_ifgt = true;
-        report.note = "auto: ifgt, predicted cost " + num(choice.ifgt_cost) + " < direct " + num(choice.direct_cost);
-      } else {
-        report.note =
-            "auto: direct, predicted IFGT cost " + num(choice.ifgt_cost) + " >= direct " + num(choice.direct_cost);
-      }
+      report.note =
+          "auto: direct, predicted IFGT " + num(choice.ifgt_cost) + " s >= direct " + num(choice.direct_cost) + " s";
     }
   }
 
   if (use_ifgt) {
+    const detail::IfgtFinal fin = dev == Device::gpu
+                                      ? detail::cuda::gauss_ifgt(ctx, X, weights, Y, h, choice, out)
+                                      : detail::cpu::gauss_ifgt(ctx, Xh, weights, Yh, h, choice, out.data);
     report.method = GaussMethod::ifgt;
-    describe(report, choice);
-    detail::cpu::gauss_ifgt(ctx, X, weights, Y, h, choice, out.data);
+    report.clusters = choice.clusters;
+    report.order = fin.order;
+    report.cutoff_radius = choice.cutoff_radius;
+    report.error_bound = fin.error_bound;
+    if (choice.fixed_order && fin.error_bound > options.eps) {
+      if (!report.note.empty()) report.note += "; ";
+      report.note += "the fixed order p = " + std::to_string(fin.order) + " guarantees only " + num(fin.error_bound) +
+                     " x sum|q|, above eps";
+    }
   } else if (dev == Device::gpu) {
     detail::cuda::gauss_direct(ctx, X, weights, Y, h, out);
   } else {

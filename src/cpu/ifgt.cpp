@@ -1,13 +1,12 @@
-// The CPU Improved Fast Gauss Transform with parameters from choose_ifgt (ifgt_params.cpp):
+// The CPU Improved Fast Gauss Transform with a plan from plan_ifgt (core/ifgt_plan.cpp):
 //
-//   1. farthest-point clustering of the sources into K clusters (ifgt_cluster.hpp), each with
-//      its own radius rx_k = the largest distance of a member to its centre c_k;
+//   1. every source is assigned to its nearest planned centre c_k (ties: the lower k), which
+//      gives each cluster its exact radius rx_k, and finalize_ifgt settles p and the bound;
 //   2. per cluster, the coefficients over multi-indices |alpha| < p (ifgt_monomials.hpp)
 //        C_alpha^k = 2^|alpha| / alpha! sum_{i in k} q_i exp(-|a_i|^2) a_i^alpha,  a_i = (x_i - c_k) / h;
 //   3. per target, over the clusters with |y - c_k| <= r + rx_k only,
 //        G(y) = sum_k exp(-|b|^2) sum_alpha C_alpha^k b^alpha,  b = (y - c_k) / h.
-// The error bound this meets is derived in ifgt_bound.hpp; the bound is recomputed here from the
-// clustering actually built, and a choice it does not meet is refused.
+// The error bound this meets is derived in core/ifgt_bound.hpp.
 //
 // Everything is float64. Coefficients are accumulated per task (a run of at most kChunk
 // sources of one cluster, so one huge cluster still spreads over all threads), and the task
@@ -19,14 +18,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "core/backend.hpp"
-#include "cpu/ifgt_bound.hpp"
-#include "cpu/ifgt_cluster.hpp"
+#include "core/ifgt_bound.hpp"
+#include "core/ifgt_cluster.hpp"
+#include "core/ifgt_plan.hpp"
 #include "cpu/ifgt_monomials.hpp"
-#include "cpu/ifgt_params.hpp"
 #include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
@@ -41,37 +41,54 @@ struct Span {
   int64_t begin, end;  // into the cluster-sorted source order
 };
 
-void check_choice(const IfgtChoice& choice, int64_t n, int64_t d) {
-  auto bad = [](const std::string& what) {
-    throw Error(ErrorCode::invalid_argument, "IFGT parameters rejected: " + what);
-  };
-  if (!choice.feasible) bad("the choice is marked infeasible (" + choice.why + ")");
-  if (choice.clusters < 1 || choice.clusters > n) bad("K must lie in [1, n]");
-  if (choice.order < 1 || choice.order > kIfgtMaxOrder) bad("p must lie in [1, " + std::to_string(kIfgtMaxOrder) + "]");
-  const int64_t P = monomial_count(d, choice.order);
-  if (P > kIfgtMaxMonomials || P > kIfgtMaxCoefficients / choice.clusters) bad("K x P exceeds the coefficient limit");
-  if (!(choice.cutoff_radius > 0) || !std::isfinite(choice.cutoff_radius)) bad("the cut-off radius must be positive");
+/// Nearest centre of every source (ties: the lower index) and its squared distance.
+void assign(const Context& ctx, const std::vector<double>& x, int64_t n, int64_t d, const std::vector<double>& centre,
+            int64_t K, std::vector<int32_t>& label, std::vector<double>& dist2) {
+  label.resize(static_cast<size_t>(n));
+  dist2.resize(static_cast<size_t>(n));
+  constexpr int64_t kRun = 4096;
+  run_tasks(
+      ctx, cpu_threads(ctx), (n + kRun - 1) / kRun,
+      [&](int64_t t, int) {
+        for (int64_t i = t * kRun; i < std::min(n, (t + 1) * kRun); ++i) {
+          const double* xi = x.data() + i * d;
+          double best = std::numeric_limits<double>::infinity();
+          int32_t who = 0;
+          for (int64_t c = 0; c < K; ++c) {
+            const double* cc = centre.data() + c * d;
+            double s = 0;
+            for (int64_t e = 0; e < d; ++e) {
+              const double u = xi[e] - cc[e];
+              s += u * u;
+            }
+            if (s < best) {
+              best = s;
+              who = static_cast<int32_t>(c);
+            }
+          }
+          label[static_cast<size_t>(i)] = who;
+          dist2[static_cast<size_t>(i)] = best;
+        }
+      },
+      0.0, 0.1);
 }
 
 }  // namespace
 
-void gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
-                const IfgtChoice& choice, double* out) {
+IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
+                     double h, const IfgtChoice& choice, double* out) {
   const int64_t n = X.rows, m = Y.rows, d = X.cols;
-  check_choice(choice, n, d);
   const int64_t K = choice.clusters;
-  const int p = choice.order;
-  const int64_t P = monomial_count(d, p);
-  const double r = choice.cutoff_radius;
   const double inv_h = 1.0 / h;
   const int threads = cpu_threads(ctx);
+  IfgtFinal fin;
 
   translate_bad_alloc("IFGT", [&] {
     const std::vector<double> x = widen_rows(X);
-    FarthestPointClustering clustering(ctx, x.data(), n, d);
-    for (int64_t k = 0; k < K; ++k) clustering.add_centre();
-    const std::vector<int32_t>& label = clustering.labels();
-    const std::vector<double>& dist2 = clustering.dist2();
+    const std::vector<double>& centre = choice.centres;
+    std::vector<int32_t> label;
+    std::vector<double> dist2;
+    assign(ctx, x, n, d, centre, K, label, dist2);
 
     // Sources sorted by cluster (counting sort, stable), and each cluster's radius.
     std::vector<int64_t> first(static_cast<size_t>(K + 1), 0);
@@ -81,29 +98,18 @@ void gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, 
       ++first[c + 1];
       radius[c] = std::max(radius[c], dist2[static_cast<size_t>(i)]);
     }
-    double rx = 0;
     for (int64_t c = 0; c < K; ++c) {
       first[static_cast<size_t>(c + 1)] += first[static_cast<size_t>(c)];
       radius[static_cast<size_t>(c)] = std::sqrt(radius[static_cast<size_t>(c)]);
-      rx = std::max(rx, radius[static_cast<size_t>(c)]);
     }
-    const double bound = ifgt_error_bound(p, rx, r, h);
-    if (bound > choice.error_bound * (1 + 1e-12) + 1e-300) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "IFGT: the clustering built has bound %.6g, above the %.6g its choice promised",
-                    bound, choice.error_bound);
-      throw Error(ErrorCode::invalid_argument, buf);
-    }
+    fin = finalize_ifgt(choice, radius, d, h);
+    const int p = fin.order;
+    const int64_t P = monomial_count(d, p);
     std::vector<int64_t> order(static_cast<size_t>(n));
     {
       std::vector<int64_t> fill(first.begin(), first.end() - 1);
       for (int64_t i = 0; i < n; ++i)
         order[static_cast<size_t>(fill[static_cast<size_t>(label[static_cast<size_t>(i)])]++)] = i;
-    }
-    std::vector<double> centre(static_cast<size_t>(K * d));
-    for (int64_t c = 0; c < K; ++c) {
-      const double* src = x.data() + clustering.centre_ids()[static_cast<size_t>(c)] * d;
-      std::copy(src, src + d, centre.begin() + c * d);
     }
 
     // Coefficients: one task per run of <= kChunk sources of one cluster.
@@ -156,7 +162,7 @@ void gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, 
             part[j] = sum;
           }
         },
-        0.0, 0.3);
+        0.1, 0.3);
     const std::vector<double> factor = taylor_factors(d, p, P);
     std::vector<double> coeff(static_cast<size_t>(K * P), 0.0);
     for (int64_t t = 0; t < tasks; ++t) {
@@ -170,10 +176,8 @@ void gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, 
 
     // Evaluation: each target sums the expansions of the clusters within its cut-off.
     std::vector<double> reach2(static_cast<size_t>(K));
-    for (int64_t c = 0; c < K; ++c) {
-      const double reach = r + radius[static_cast<size_t>(c)];
-      reach2[static_cast<size_t>(c)] = reach * reach;
-    }
+    for (int64_t c = 0; c < K; ++c)
+      reach2[static_cast<size_t>(c)] = fin.reach[static_cast<size_t>(c)] * fin.reach[static_cast<size_t>(c)];
     const int64_t tiles = (m + kTargetTile - 1) / kTargetTile;
     run_tasks(
         ctx, threads, tiles,
@@ -220,6 +224,7 @@ void gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, 
         },
         0.3, 1.0);
   });
+  return fin;
 }
 
 }  // namespace simkit::detail::cpu

@@ -3,7 +3,7 @@
 // each thread's farthest candidate is merged in thread order, so the result (lowest index among
 // equally far points) does not depend on the thread count.
 
-#include "cpu/ifgt_cluster.hpp"
+#include "core/ifgt_cluster.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@
 
 #include "cpu/parallel.hpp"
 
-namespace simkit::detail::cpu {
+namespace simkit::detail {
 
 namespace {
 // Below this many coordinates per pass a parallel region costs more than it saves.
@@ -34,7 +34,7 @@ FarthestPointClustering::FarthestPointClustering(const Context& ctx, const doubl
     : x_(x),
       n_(n),
       d_(d),
-      threads_(cpu_threads(ctx)),
+      threads_(cpu::cpu_threads(ctx)),
       labels_(static_cast<size_t>(n), -1),
       dist2_(static_cast<size_t>(n), std::numeric_limits<double>::infinity()),
       farthest_dist2_(std::numeric_limits<double>::infinity()) {}
@@ -91,4 +91,4 @@ void FarthestPointClustering::add_centre() {
   farthest_dist2_ = std::max(farthest_dist2_, 0.0);
 }
 
-}  // namespace simkit::detail::cpu
+}  // namespace simkit::detail

@@ -5,9 +5,9 @@
 // far (ties: lowest index). After k centres the largest distance of any point to its nearest
 // centre is the clustering's radius, within a factor 2 of the best possible k-center radius.
 // The procedure is incremental: the k-centre clustering is a prefix of the (k + 1)-centre one,
-// so the parameter search (ifgt_params.cpp) grows it one centre at a time and reads the exact
-// radius for every k, and the transform (ifgt.cpp) rebuilds the same clustering for the chosen K
-// (everything here is deterministic, whatever the thread count).
+// so the parameter search (ifgt_plan.cpp) grows it one centre at a time over a sample of the
+// sources and reads the radius for every k. Everything is deterministic, whatever the thread
+// count.
 
 #include <cstdint>
 #include <vector>
@@ -15,7 +15,7 @@
 #include <simkit/context.hpp>
 #include <simkit/matrix.hpp>
 
-namespace simkit::detail::cpu {
+namespace simkit::detail {
 
 /// The rows of a float matrix as float64, row-major (the IFGT works in float64 throughout).
 std::vector<double> widen_rows(MatrixView<const float> m);
@@ -49,4 +49,4 @@ class FarthestPointClustering {
   double farthest_dist2_;
 };
 
-}  // namespace simkit::detail::cpu
+}  // namespace simkit::detail

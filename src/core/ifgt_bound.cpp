@@ -7,14 +7,14 @@
 // on the edges a = 0 and b = 0; so the sup lies on the edge a = A or the edge b = B, where the
 // concave one-variable problem is solved by clamping the stationary point into the edge.
 
-#include "cpu/ifgt_bound.hpp"
+#include "core/ifgt_bound.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-namespace simkit::detail::cpu {
+namespace simkit::detail {
 
 namespace {
 
@@ -37,8 +37,35 @@ double truncation_bound(int p, double A, double B) {
 
 double cutoff_bound(double r_over_h) { return std::exp(-r_over_h * r_over_h); }
 
-double ifgt_error_bound(int p, double rx, double r, double h) {
-  return std::max(truncation_bound(p, rx / h, (r + rx) / h), cutoff_bound(r / h));
+double farthest_in_box(const double* c, const double* lo, const double* hi, int64_t d) {
+  double s = 0;
+  for (int64_t e = 0; e < d; ++e) {
+    const double t = std::max(std::fabs(c[e] - lo[e]), std::fabs(c[e] - hi[e]));
+    s += t * t;
+  }
+  return std::sqrt(s);
+}
+
+int smallest_order(const std::vector<double>& A, const std::vector<double>& B, double target, int max_p) {
+  // T_p(A, B) falls with p once p exceeds 2AB-ish, but not before; so each cluster raises the
+  // common p until its own bound holds, and the clusters already passed are re-checked at the
+  // end (a larger p can, at small p, give a larger bound).
+  int p = 1;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k = 0; k < A.size(); ++k)
+      while (truncation_bound(p, A[k], B[k]) > target) {
+        if (++p > max_p) return 0;
+        changed = true;
+      }
+  }
+  return p;
+}
+
+double clusters_truncation_bound(int p, const std::vector<double>& A, const std::vector<double>& B) {
+  double t = 0;
+  for (size_t k = 0; k < A.size(); ++k) t = std::max(t, truncation_bound(p, A[k], B[k]));
+  return t;
 }
 
 int64_t monomial_count(int64_t d, int p) {
@@ -53,4 +80,4 @@ int64_t monomial_count(int64_t d, int p) {
   return c;
 }
 
-}  // namespace simkit::detail::cpu
+}  // namespace simkit::detail
