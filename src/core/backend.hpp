@@ -34,7 +34,7 @@ struct IfgtChoice {
 /// What the transform settled after clustering every source (core/ifgt_plan.hpp).
 struct IfgtFinal {
   int order = 0;
-  double error_bound = 0;     // max(max_k T_p(A_k, B_k), E_r): holds for every target
+  double error_bound = 0;     // max(max_k T_p(A_k, B_k), E_r if any cut-off): holds for every target
   std::vector<double> reach;  // per cluster: r + its radius, the cut-off distance from its centre
 };
 

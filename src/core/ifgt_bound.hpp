@@ -28,7 +28,9 @@
 // Each source is either in an evaluated cluster (error <= T_p |q_i|) or in a skipped one (error
 // <= E_r |q_i|), never both, hence for every target
 //
-//     |G_ifgt(y) - G(y)| <= max(max_c T_p(A_c, B_c), E_r) * sum_i |q_i|.
+//     |G_ifgt(y) - G(y)| <= max(max_c T_p(A_c, B_c), E_r) * sum_i |q_i|,
+//
+// where E_r enters only if some cluster has f_c > r + rx_c (else no target is ever skipped).
 //
 // That max is the error bound reported (ifgt_plan.hpp). Floating-point rounding comes on top; it is tiny because
 // the expansions' absolute terms are bounded (sum_alpha |C_alpha (b)^alpha| exp(-|b|^2) <=

@@ -146,18 +146,27 @@ void settle_centres(const FarthestPointClustering& fp, const std::vector<double>
   }
 }
 
-/// A_k and B_k (ifgt_bound.hpp) for centres with the given radii.
-void box_extents(const std::vector<double>& centres, const std::vector<double>& radius, const IfgtChoice& plan,
+/// A_k and B_k (ifgt_bound.hpp) for centres with the given radii. Returns whether any target
+/// can lie beyond a cluster's reach r + rx_k, i.e. whether the cut-off's E_r enters the bound.
+bool box_extents(const std::vector<double>& centres, const std::vector<double>& radius, const IfgtChoice& plan,
                  int64_t d, double h, std::vector<double>& A, std::vector<double>& B) {
   const size_t k = radius.size();
   A.resize(k);
   B.resize(k);
+  bool cut = false;
   for (size_t c = 0; c < k; ++c) {
     const double far =
         farthest_in_box(centres.data() + c * static_cast<size_t>(d), plan.box_lo.data(), plan.box_hi.data(), d);
     A[c] = radius[c] / h;
     B[c] = std::min(plan.cutoff_radius + radius[c], far) / h;
+    cut = cut || far > plan.cutoff_radius + radius[c];
   }
+  return cut;
+}
+
+/// The bound for order p: the truncation's, and E_r where a cluster can be skipped.
+double error_bound(int p, const std::vector<double>& A, const std::vector<double>& B, bool cut, double r_over_h) {
+  return std::max(clusters_truncation_bound(p, A, B), cut ? cutoff_bound(r_over_h) : 0.0);
 }
 
 bool within_limits(int64_t d, int p, int64_t k) {
@@ -233,7 +242,7 @@ IfgtChoice plan_ifgt(const Context& ctx, Device device, MatrixView<const float> 
     if (!(k <= 32 || k >= next_candidate || last)) continue;
     next_candidate = std::max(next_candidate, double(k)) * 1.08;
     settle_centres(fp, x, S, d, centres, radius);
-    box_extents(centres, radius, best, d, h, A, B);
+    const bool cut = box_extents(centres, radius, best, d, h, A, B);
     planning_ops += 6.0 * double(S * d) + 3.0 * double(T * k * d) + 40.0 * double(k);
     smallest_rx = *std::max_element(radius.begin(), radius.end());
     int p = options.ifgt_order;
@@ -258,7 +267,7 @@ IfgtChoice plan_ifgt(const Context& ctx, Device device, MatrixView<const float> 
         best.clusters = k;
         best.order = p;
         best.centres = centres;
-        best.error_bound = std::max(clusters_truncation_bound(p, A, B), cutoff_bound(best.cutoff_radius / h));
+        best.error_bound = error_bound(p, A, B, cut, best.cutoff_radius / h);
       }
     }
     if (last) break;
@@ -279,7 +288,7 @@ IfgtChoice plan_ifgt(const Context& ctx, Device device, MatrixView<const float> 
 
 IfgtFinal finalize_ifgt(const IfgtChoice& choice, const std::vector<double>& radius, int64_t d, double h) {
   std::vector<double> A, B;
-  box_extents(choice.centres, radius, choice, d, h, A, B);
+  const bool cut = box_extents(choice.centres, radius, choice, d, h, A, B);
   IfgtFinal fin;
   fin.order = choice.fixed_order ? choice.order : smallest_order(A, B, choice.target, kIfgtMaxOrder);
   const int64_t K = static_cast<int64_t>(radius.size());
@@ -290,7 +299,7 @@ IfgtFinal finalize_ifgt(const IfgtChoice& choice, const std::vector<double>& rad
                     "meets the bound (the sample's plan had p = %.0f); use --method direct",
                     rx, choice.order));
   }
-  fin.error_bound = std::max(clusters_truncation_bound(fin.order, A, B), cutoff_bound(choice.cutoff_radius / h));
+  fin.error_bound = error_bound(fin.order, A, B, cut, choice.cutoff_radius / h);
   fin.reach.resize(radius.size());
   for (size_t c = 0; c < radius.size(); ++c) fin.reach[c] = choice.cutoff_radius + radius[c];
   return fin;
