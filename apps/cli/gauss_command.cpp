@@ -25,6 +25,8 @@ namespace {
 struct GaussCommandOptions {
   std::string sources, targets, weights, out, method = "auto";
   double bandwidth = 0, eps = 1e-6;
+  int64_t clusters = 0;
+  int order = 0;
   bool verbose = false;
   RunOptions run;
 };
@@ -34,6 +36,10 @@ void run_gauss(const GaussCommandOptions& o) {
   options.method = parse_gauss_method(o.method);
   if (!(o.eps > 0 && o.eps < 1)) bad("--eps must lie in (0, 1), got " + number(o.eps));
   options.eps = o.eps;
+  if ((o.clusters > 0 || o.order > 0) && options.method != GaussMethod::ifgt)
+    bad("--ifgt-clusters and --ifgt-order fix the IFGT's parameters: they need --method ifgt");
+  options.ifgt_clusters = o.clusters;
+  options.ifgt_order = o.order;
   if (!(std::isfinite(o.bandwidth) && o.bandwidth > 0))
     bad("--bandwidth must be a finite h > 0, got " + number(o.bandwidth));
   ProgressBar bar("gauss");
@@ -100,13 +106,23 @@ void add_gauss_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--eps", o->eps, "ifgt/auto: guaranteed |error| as a fraction of sum|q|, in (0, 1)")
       ->capture_default_str();
+  sub->add_option("--ifgt-clusters", o->clusters,
+                  "ifgt: fix the number of clusters K instead of choosing it from --eps (e.g. to reproduce a "
+                  "published run)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  sub->add_option("--ifgt-order", o->order,
+                  "ifgt: fix the order p (monomials of total degree < p); the error bound is then whatever K and "
+                  "p give, printed by --verbose, and may exceed --eps")
+      ->check(CLI::Range(1, 40));
   sub->add_option("--out,-o", o->out, "output G: m x 1 float64 .npy")->required();
   sub->add_flag("--verbose", o->verbose, "print the method that ran and, for ifgt, K, p, r and the error bound");
   add_run_options(sub, o->run);
   sub->footer(
       "Example:\n"
       "  simkit gauss --sources x.npy --targets y.npy --weights q.npy --bandwidth 0.5 --method ifgt \\\n"
-      "               --eps 1e-6 --verbose --out g.npy");
+      "               --eps 1e-6 --verbose --out g.npy\n"
+      "  simkit gauss --sources x.npy --targets y.npy --bandwidth 1 --method ifgt --ifgt-clusters 3 \\\n"
+      "               --ifgt-order 14 --verbose --out g.npy   # the seed's K = 3, p = 14");
   sub->callback([o] { run_gauss(*o); });
 }
 
