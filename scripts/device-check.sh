@@ -5,8 +5,10 @@
 #
 #   bash scripts/device-check.sh [all|tests|bench]      (default: all)
 #
-# Environment: SANITIZER=0 skips compute-sanitizer; SANITIZER_FILTER (a --gtest_filter) and
-# SANITIZER_TIMEOUT (seconds per run) bound it; SIMKIT_COMMIT names the commit in the table.
+# Environment: SANITIZER=0 skips compute-sanitizer; SANITIZER_TESTS (names of test executables,
+# default every test_gpu_*: the ones whose kernels changed), SANITIZER_FILTER (a --gtest_filter)
+# and SANITIZER_TIMEOUT (seconds per run) bound it; BENCH_SUITES picks the suites, GAUSS_CASES
+# and TORCH_GAUSS_ARGS the gauss cases (and arguments) of each side; SIMKIT_COMMIT names the commit in the table.
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
 # needs (OpenBLAS, CLI11, GoogleTest) travel unpacked in .deps/root (scripts/fetch-device-deps.sh
@@ -61,6 +63,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   rm -f /tmp/san-*
   for exe in "$build"/tests/test_gpu_*; do
     [ -x "$exe" ] || continue
+    if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $(basename "$exe") "* ]]; then continue; fi
     for tool in memcheck racecheck; do
       (timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 3 "$exe" \
         --gtest_filter="${SANITIZER_FILTER:-*}" >"/tmp/san-$(basename "$exe")-$tool.log" 2>&1
@@ -92,10 +95,15 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   for suite in $suites; do
     "$cli" bench "$suite" --help >/dev/null 2>&1 || { log "no 'simkit bench $suite' in this build"; continue; }
     log "simkit bench $suite"
-    "$cli" bench "$suite" --device gpu --csv "$csv/simkit_$suite.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
+    extra=()
+    if [ "$suite" = gauss ] && [ -n "${GAUSS_CASES:-}" ]; then extra=(--cases "$GAUSS_CASES"); fi
+    "$cli" bench "$suite" --device gpu "${extra[@]}" --csv "$csv/simkit_$suite.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
     log "PyTorch peer: $suite"
     peer="$root/bench/peers/torch_peers.py"; args=(--suites "$suite")
-    if [ "$suite" = gauss ]; then peer="$root/bench/peers/torch_gauss.py"; args=(); fi
+    if [ "$suite" = gauss ]; then
+      peer="$root/bench/peers/torch_gauss.py"; args=()
+      if [ -n "${TORCH_GAUSS_ARGS:-}" ]; then read -ra args <<<"$TORCH_GAUSS_ARGS"; fi
+    fi
     if [ -f "$peer" ]; then
       PYTHONUNBUFFERED=1 python3 "$peer" "${args[@]}" --csv "$csv/torch_$suite.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
     fi

@@ -23,7 +23,8 @@
 namespace simkit::test {
 
 /// Float64 direct sum on all hardware threads (targets split in contiguous ranges).
-inline std::vector<double> reference(const Matrix<float>& X, const std::vector<double>& q, const Matrix<float>& Y, double h) {
+inline std::vector<double> reference(const Matrix<float>& X, const std::vector<double>& q, const Matrix<float>& Y,
+                                     double h) {
   std::vector<double> out(static_cast<size_t>(Y.rows()));
   const int64_t d = X.cols();
   auto work = [&](int64_t lo, int64_t hi) {

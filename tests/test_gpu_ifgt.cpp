@@ -67,8 +67,8 @@ TEST(GpuIfgt, ClusteredDegenerateAndOffsetData) {
       }
     }
   }
-  EXPECT_TRUE(check_case("single source", uniform_points(1, 3, 71), {0.7}, uniform_points(50, 3, 73), 0.3, 1e-6)
-                  .feasible);
+  EXPECT_TRUE(
+      check_case("single source", uniform_points(1, 3, 71), {0.7}, uniform_points(50, 3, 73), 0.3, 1e-6).feasible);
   Matrix<float> same(500, 2);
   for (int64_t i = 0; i < 500; ++i) {
     same(i, 0) = 0.25f;
@@ -135,8 +135,8 @@ TEST(GpuIfgt, BeyondCompiledDimensionsRefusedAndAutoIsDirect) {
   const Matrix<float> X = uniform_points(1000, 9, 95), Y = uniform_points(300, 9, 96);
   GaussOptions opt;
   opt.method = GaussMethod::ifgt;
-  expect_error([&] { gauss_transform(gpu_context(), X.view(), {}, Y.view(), 3.0, opt); },
-               ErrorCode::invalid_argument, "the GPU IFGT is built for d <= 8");
+  expect_error([&] { gauss_transform(gpu_context(), X.view(), {}, Y.view(), 3.0, opt); }, ErrorCode::invalid_argument,
+               "the GPU IFGT is built for d <= 8");
   opt.method = GaussMethod::automatic;
   GaussReport rep;
   gauss_transform(gpu_context(), X.view(), {}, Y.view(), 3.0, opt, &rep);

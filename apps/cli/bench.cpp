@@ -126,13 +126,16 @@ void add_bench_command(CLI::App& app) {
       "vs direct; error vs float64 on 4,096 targets");
   add_common_options(gauss_cmd, *ga, "timed runs (default 10 on the GPU, 3 on the CPU; at least 10 on the GPU)",
                      "untimed runs before the timed ones (default 2 on the GPU, 1 on the CPU)");
-  gauss_cmd->add_option("--cases", ga->cases, "which cases: seed, large, ifgt, ifgt8 (1e6^2 at d = 8), seedifgt (the seed's tables 4.1.6-4.1.8: "
-                        "65,536^2, d = 3..8, its h, K and p) (comma-separated)")
+  gauss_cmd
+      ->add_option("--cases", ga->cases,
+                   "which cases: seed, large, ifgt, ifgt8 (1e6^2 at d = 8), seedifgt (the seed's tables 4.1.6-4.1.8: "
+                   "65,536^2, d = 3..8, its h, K and p) (comma-separated)")
       ->capture_default_str();
   gauss_cmd
-      ->add_option("--queries", ga->queries,
-                   "targets per case (default: the case's; on the CPU 1,024 for seed, 2,048 for ifgt, all for seedifgt, "
-                   "large skipped)")
+      ->add_option(
+          "--queries", ga->queries,
+          "targets per case (default: the case's; on the CPU 1,024 for seed, 2,048 for ifgt, all for seedifgt, "
+          "large skipped)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   gauss_cmd->footer(
       "Examples:\n  simkit bench gauss --device gpu --csv gauss.csv\n"

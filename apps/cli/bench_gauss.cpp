@@ -46,7 +46,7 @@ struct Case {
   std::string name;
   int64_t n = 0, m = 0, d = 0;
   double h = 0;
-  bool ifgt = false;  // also run the IFGT and auto
+  bool ifgt = false;   // also run the IFGT and auto
   int64_t seed_k = 0;  // also run the IFGT with these fixed K and p (the seed's runs)
   int seed_p = 0;
   bool full_on_cpu = false;  // the CPU computes every target, not a sample
@@ -74,9 +74,9 @@ std::vector<Case> cases_for(const std::string& list, bool quick) {
         out.push_back({"seedifgt-d" + std::to_string(d), n, n, d, h, true, d <= 4 ? 3 : 2, p, true});
       }
     } else {
-      throw Error(ErrorCode::invalid_argument,
-                  "--cases: '" + item +
-                      "' is not a gauss case (expected a list of seed, large, ifgt, ifgt8, seedifgt)");
+      throw Error(
+          ErrorCode::invalid_argument,
+          "--cases: '" + item + "' is not a gauss case (expected a list of seed, large, ifgt, ifgt8, seedifgt)");
     }
   }
   if (out.empty()) throw Error(ErrorCode::invalid_argument, "--cases is empty");
@@ -326,9 +326,9 @@ void run_gauss_suite(const Options& o) {
   for (const Row& r : rows) failed += r.check == "PASS" || r.check == "REFUSED" ? 0 : 1;
   std::printf(
       "\n%zu rows, %d failed the check. error = max |G - ref| / |ref| on the sampled targets (ifgt's abs =\n"
-      "max |G - ref| / sum|q|, the units of its guarantee). Gpairs/s = m n / median time (for ifgt: the pairs a direct sum would\n"
-      "evaluate); GFLOP/s in the CSV counts 3d + 3 FLOPs per pair the same way; %% exp pk = pairs/s (one exp\n"
-      "each) over the chip's exp rate, direct rows on the GPU only.\n",
+      "max |G - ref| / sum|q|, the units of its guarantee). Gpairs/s = m n / median time (for ifgt: the pairs\n"
+      "a direct sum would evaluate); GFLOP/s in the CSV counts 3d + 3 FLOPs per pair the same way; %% exp pk =\n"
+      "pairs/s (one exp each) over the chip's exp rate, direct rows on the GPU only.\n",
       rows.size(), failed);
   write_csv(o.csv, rows);
   if (failed > 0) throw std::runtime_error(std::to_string(failed) + " gauss row(s) failed the check");

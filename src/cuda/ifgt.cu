@@ -100,9 +100,9 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
              "cub::DeviceRadixSort::SortPairs");
   const bool x_host = X.where == Memory::host, y_host = Y.where == Memory::host, out_host = out.where == Memory::host;
   auto R = [](size_t b) { return Carver::round(b); };
-  const size_t bytes = (x_host ? R(size_t(n) * D * 4) : 0) + (y_host ? R(size_t(m) * D * 4) : 0) +
-                       R(size_t(n) * 8) + R(size_t(K) * D * 8) + 4 * R(size_t(n) * 4) + R(size_t(K) * 8) +
-                       R(size_t(K) * 4) + R(size_t(K) * 8) + R(sort_bytes) + (out_host ? R(size_t(m) * 8) : 0);
+  const size_t bytes = (x_host ? R(size_t(n) * D * 4) : 0) + (y_host ? R(size_t(m) * D * 4) : 0) + R(size_t(n) * 8) +
+                       R(size_t(K) * D * 8) + 4 * R(size_t(n) * 4) + R(size_t(K) * 8) + R(size_t(K) * 4) +
+                       R(size_t(K) * 8) + R(sort_bytes) + (out_host ? R(size_t(m) * 8) : 0);
   r.arena.reserve(bytes, working_budget(ctx, r));
   Carver carve(r.arena);
   const float* x = X.data;
@@ -138,9 +138,9 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
   check_launch("ifgt::assign_kernel");
   ifgt::iota_kernel<<<blocks_for(n, r.multiprocessors), kThreads, 0, s>>>(index, n);
   check_launch("ifgt::iota_kernel");
-  check_cuda(cub::DeviceRadixSort::SortPairs(sort_temp, sort_bytes, label, label_sorted, index, order, n, 0, end_bit,
-                                             s),
-             "cub::DeviceRadixSort::SortPairs");
+  check_cuda(
+      cub::DeviceRadixSort::SortPairs(sort_temp, sort_bytes, label, label_sorted, index, order, n, 0, end_bit, s),
+      "cub::DeviceRadixSort::SortPairs");
   std::vector<unsigned long long> radius_bits(static_cast<size_t>(K));
   std::vector<int> sizes(static_cast<size_t>(K));
   check_cuda(cudaMemcpyAsync(radius_bits.data(), radius2, size_t(K) * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
@@ -200,13 +200,12 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
       <<<tasks, kThreads, smem, s>>>(x, q_dev, order, spans_dev, centres, inv_h, p, P, exps_dev, tile, partial);
   check_launch("ifgt::coefficients_kernel");
   ifgt::reduce_kernel<<<blocks_for(int64_t(K) * P, r.multiprocessors), kThreads, 0, s>>>(partial, first_dev, K, P,
-                                                                                          factor_dev, coeff);
+                                                                                         factor_dev, coeff);
   check_launch("ifgt::reduce_kernel");
   ifgt::evaluate_kernel<D>
       <<<blocks_for(m, r.multiprocessors), kThreads, 0, s>>>(y, m, centres, reach2, K, coeff, P, p - 1, inv_h, o);
   check_launch("ifgt::evaluate_kernel");
-  if (out_host)
-    check_cuda(cudaMemcpyAsync(out.data, o, size_t(m) * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+  if (out_host) check_cuda(cudaMemcpyAsync(out.data, o, size_t(m) * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   if (ctx.progress) ctx.progress(1.0);
   return fin;

@@ -30,7 +30,8 @@ struct Span {
 /// A warp whose lanes share one label, the usual case, adds its counts and maxima in one atomic.
 template <int D>
 __global__ void assign_kernel(const float* __restrict__ x, int n, const double* __restrict__ centres, int K,
-                              int* __restrict__ label, unsigned long long* __restrict__ radius2, int* __restrict__ count) {
+                              int* __restrict__ label, unsigned long long* __restrict__ radius2,
+                              int* __restrict__ count) {
   const int lane = threadIdx.x & 31;
   for (int base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
     const int i = base + threadIdx.x;
@@ -90,7 +91,7 @@ __global__ void __launch_bounds__(kThreads)
                         const Span* __restrict__ spans, const double* __restrict__ centres, double inv_h, int p, int P,
                         const unsigned char* __restrict__ exps, int tile, double* __restrict__ partial) {
   extern __shared__ double shared[];
-  double* w = shared;            // tile weights q_i exp(-|a_i|^2)
+  double* w = shared;             // tile weights q_i exp(-|a_i|^2)
   double* power = shared + tile;  // [tile][D][p]
   const Span sp = spans[blockIdx.x];
   double c[D];
