@@ -31,6 +31,14 @@ struct IfgtChoice {
   std::string why;                     // one line: the choice, or why it is infeasible
 };
 
+/// What the IFGT's plan reads of the data (core/ifgt_plan.hpp): a fixed sample of the sources
+/// and targets (rows i * n / S, float64, row-major) and the targets' bounding box.
+struct IfgtSample {
+  int64_t n = 0, m = 0, d = 0;
+  std::vector<double> x, y;
+  std::vector<double> lo, hi;
+};
+
 /// What the transform settled after clustering every source (core/ifgt_plan.hpp).
 struct IfgtFinal {
   int order = 0;
@@ -70,8 +78,8 @@ void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q
 /// The IFGT on the GPU with a plan from plan_ifgt (d <= kIfgtMaxGpuDims); views as above.
 IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
                      double h, const IfgtChoice& choice, MatrixView<double> out);
-/// A host copy of a device-resident matrix.
-std::vector<float> download(const Context& ctx, MatrixView<const float> m);
+/// The IFGT plan's sample of sources and targets, either of them host or device (ifgt.cu).
+IfgtSample ifgt_sample(const Context& ctx, MatrixView<const float> X, MatrixView<const float> Y);
 /// True when every element of a device-resident matrix is finite.
 bool all_finite_on_device(const Context& ctx, MatrixView<const float> m);
 /// CUDA architectures this library was compiled for, e.g. "80;86;89;90".

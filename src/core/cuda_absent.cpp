@@ -26,7 +26,7 @@ IfgtFinal gauss_ifgt(const Context&, MatrixView<const float>, const double*, Mat
                      const IfgtChoice&, MatrixView<double>) {
   refuse();
 }
-std::vector<float> download(const Context&, MatrixView<const float>) { refuse(); }
+IfgtSample ifgt_sample(const Context&, MatrixView<const float>, MatrixView<const float>) { refuse(); }
 bool all_finite_on_device(const Context&, MatrixView<const float>) { refuse(); }
 const char* compiled_architectures() noexcept { return ""; }
 

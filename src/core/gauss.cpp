@@ -3,15 +3,17 @@
 // src/cuda/gauss_direct.cu) assume everything checked here.
 //
 // Where things run. Both methods run on the resolved device. The IFGT's plan is made on the host
-// (core/ifgt_plan.cpp) with that device's cost model; device-resident inputs are copied down for
-// it. The GPU IFGT is compiled for d <= kIfgtMaxGpuDims: beyond that an explicit `ifgt` on the
-// GPU is refused and `auto` keeps the direct sum.
+// (core/ifgt_plan.cpp) with that device's cost model, from a sample of the data that the device
+// gathers where the data lives there. The GPU IFGT is compiled for d <= kIfgtMaxGpuDims: beyond that an explicit `ifgt`
+// on the GPU is refused and `auto` keeps the direct sum.
 
 #include <simkit/error.hpp>
 #include <simkit/gauss.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -99,18 +101,17 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
   report.method = GaussMethod::direct;
   bool use_ifgt = false;
   detail::IfgtChoice choice;
-  std::vector<float> x_host, y_host;  // device inputs copied down for the plan (and CPU IFGT)
-  MatrixView<const float> Xh = X, Yh = Y;
   if (options.method != GaussMethod::direct) {
-    if (X.where == Memory::device) {
-      x_host = detail::cuda::download(ctx, X);
-      Xh = MatrixView<const float>(x_host.data(), X.rows, X.cols);
-    }
-    if (Y.where == Memory::device) {
-      y_host = detail::cuda::download(ctx, Y);
-      Yh = MatrixView<const float>(y_host.data(), Y.rows, Y.cols);
-    }
-    choice = detail::plan_ifgt(ctx, dev, Xh, Yh, h, options);
+    const bool on_device = X.where == Memory::device || Y.where == Memory::device;
+    const auto t0 = std::chrono::steady_clock::now();
+    const detail::IfgtSample sample = on_device ? detail::cuda::ifgt_sample(ctx, X, Y) : detail::ifgt_sample(X, Y);
+    const auto t1 = std::chrono::steady_clock::now();
+    choice = detail::plan_ifgt(ctx, dev, sample, h, options);
+    if (std::getenv("SIMKIT_IFGT_TRACE") != nullptr)  // with the phases of cuda/ifgt.cu
+      std::fprintf(stderr, "ifgt trace: sample %.3f ms, plan %.3f ms (%s)\n",
+                   std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count(),
+                   choice.why.c_str());
   }
   if (options.method == GaussMethod::ifgt) {
     if (!choice.feasible)
@@ -129,9 +130,8 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
   }
 
   if (use_ifgt) {
-    const detail::IfgtFinal fin = dev == Device::gpu
-                                      ? detail::cuda::gauss_ifgt(ctx, X, weights, Y, h, choice, out)
-                                      : detail::cpu::gauss_ifgt(ctx, Xh, weights, Yh, h, choice, out.data);
+    const detail::IfgtFinal fin = dev == Device::gpu ? detail::cuda::gauss_ifgt(ctx, X, weights, Y, h, choice, out)
+                                                     : detail::cpu::gauss_ifgt(ctx, X, weights, Y, h, choice, out.data);
     report.method = GaussMethod::ifgt;
     report.clusters = choice.clusters;
     report.order = fin.order;

@@ -43,11 +43,25 @@ constexpr int64_t kIfgtMaxGpuDims = 8;
 constexpr double kIfgtEpsShare = 0.99;
 constexpr double kIfgtMinEps = 1e-9;
 
+/// The plan reads at most this many sources and targets (IfgtSample).
+constexpr int64_t kIfgtSampleSources = 8192;
+constexpr int64_t kIfgtSampleTargets = 256;
+inline int64_t ifgt_sample_rows(int64_t rows, bool sources) {
+  return std::min(rows, sources ? kIfgtSampleSources : kIfgtSampleTargets);
+}
+
+/// Rows i * rows / count of a host matrix, as float64.
+std::vector<double> sample_rows(MatrixView<const float> M, int64_t count);
+/// The least and greatest coordinate in each column of a host matrix.
+void bounding_box(MatrixView<const float> M, std::vector<double>& lo, std::vector<double>& hi);
+/// The sample of host views (cuda::ifgt_sample takes device ones).
+IfgtSample ifgt_sample(MatrixView<const float> X, MatrixView<const float> Y);
+
 /// Chooses K, the centres, p and r for |error| <= eps * sum|q| (options.eps), or takes K and p
-/// from options.ifgt_clusters / ifgt_order where those are set. X and Y are host views (the
-/// caller copies device data down first). `device` selects the cost model: the plan is the
-/// cheapest predicted on that device, and direct_cost is the direct sum's predicted time there.
-IfgtChoice plan_ifgt(const Context& ctx, Device device, MatrixView<const float> X, MatrixView<const float> Y, double h,
+/// from options.ifgt_clusters / ifgt_order where those are set. `device` selects the cost model:
+/// the plan is the cheapest predicted on that device, and direct_cost is the direct sum's
+/// predicted time there.
+IfgtChoice plan_ifgt(const Context& ctx, Device device, const IfgtSample& sample, double h,
                      const GaussOptions& options);
 
 /// What a transform settles once every source is assigned to its nearest planned centre:

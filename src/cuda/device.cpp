@@ -95,14 +95,6 @@ const char* compiled_architectures() noexcept {
   return archs.c_str();
 }
 
-std::vector<float> download(const Context& ctx, MatrixView<const float> m) {
-  std::vector<float> host(size_t(m.rows) * size_t(m.cols));
-  if (host.empty()) return host;
-  DeviceGuard guard(ctx.gpu_id);
-  check_cuda(cudaMemcpy(host.data(), m.data, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  return host;
-}
-
 }  // namespace simkit::detail::cuda
 
 namespace simkit {

@@ -14,8 +14,11 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -77,6 +80,26 @@ std::vector<double> taylor_factors(const std::vector<unsigned char>& exps, int D
   return f;
 }
 
+/// SIMKIT_IFGT_TRACE set: each phase's wall time on stderr, with a synchronisation after each so
+/// that phases do not overlap (for finding where the time goes; it slows the whole a little).
+class PhaseTrace {
+ public:
+  explicit PhaseTrace(cudaStream_t s) : s_(s), on_(std::getenv("SIMKIT_IFGT_TRACE") != nullptr) {}
+  void mark(const char* phase) {
+    if (!on_) return;
+    check_cuda(cudaStreamSynchronize(s_), "cudaStreamSynchronize");
+    const auto now = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "ifgt trace: %-13s %8.3f ms\n", phase,
+                 std::chrono::duration<double, std::milli>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  cudaStream_t s_;
+  bool on_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 int blocks_for(int64_t work, int multiprocessors) {
   return int(std::max<int64_t>(1, std::min<int64_t>((work + kThreads - 1) / kThreads, int64_t(multiprocessors) * 8)));
 }
@@ -88,6 +111,7 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
   Lease lease(ctx.gpu_id);
   Resources& r = *lease;
   cudaStream_t s = r.stream[0];
+  PhaseTrace trace(s);
   const int n = int(X.rows), m = int(Y.rows), K = int(choice.clusters);
   const double inv_h = 1.0 / h;
 
@@ -130,6 +154,7 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
   double* o = out_host ? carve.take<double>(size_t(m)) : out.data;
 
   check_cuda(cudaMemcpyAsync(q_dev, q, size_t(n) * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+  trace.mark("upload");
   check_cuda(cudaMemcpyAsync(centres, choice.centres.data(), size_t(K) * D * 8, cudaMemcpyHostToDevice, s),
              "cudaMemcpyAsync");
   check_cuda(cudaMemsetAsync(radius2, 0, size_t(K) * 8, s), "cudaMemsetAsync");
@@ -146,6 +171,7 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
   check_cuda(cudaMemcpyAsync(radius_bits.data(), radius2, size_t(K) * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(sizes.data(), count, size_t(K) * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  trace.mark("cluster+sort");
 
   // The order, from the exact radii; the multi-indices and the coefficient tasks.
   std::vector<double> radius(static_cast<size_t>(K));
@@ -162,7 +188,8 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
   const std::vector<double> factor = taylor_factors(exps, D);
   std::vector<double> reach2_host(static_cast<size_t>(K));
   for (int c = 0; c < K; ++c) reach2_host[size_t(c)] = fin.reach[size_t(c)] * fin.reach[size_t(c)];
-  const int chunk = std::max(2048, (n + 1023) / 1024);
+  // Enough tasks to fill the chip (4 per SM) where n allows, and at most ~n / 256 + K of them.
+  const int chunk = std::clamp((n + 4 * r.multiprocessors - 1) / (4 * r.multiprocessors), 256, 2048);
   std::vector<Span> spans;
   std::vector<int> span_first(size_t(K) + 1, 0);
   for (int c = 0, begin = 0; c < K; ++c) {
@@ -194,24 +221,75 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
              "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(reach2, reach2_host.data(), size_t(K) * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
 
+  trace.mark("order+tables");
   const int tile = int(std::clamp<size_t>(kTileBytes / (8 * (size_t(D) * p + 1)), 1, 64));
   const size_t smem = size_t(tile) * (size_t(D) * p + 1) * 8;
   ifgt::coefficients_kernel<D>
       <<<tasks, kThreads, smem, s>>>(x, q_dev, order, spans_dev, centres, inv_h, p, P, exps_dev, tile, partial);
   check_launch("ifgt::coefficients_kernel");
+  trace.mark("coefficients");
   ifgt::reduce_kernel<<<blocks_for(int64_t(K) * P, r.multiprocessors), kThreads, 0, s>>>(partial, first_dev, K, P,
                                                                                          factor_dev, coeff);
   check_launch("ifgt::reduce_kernel");
+  trace.mark("reduce");
   ifgt::evaluate_kernel<D>
       <<<blocks_for(m, r.multiprocessors), kThreads, 0, s>>>(y, m, centres, reach2, K, coeff, P, p - 1, inv_h, o);
   check_launch("ifgt::evaluate_kernel");
+  trace.mark("evaluate");
   if (out_host) check_cuda(cudaMemcpyAsync(out.data, o, size_t(m) * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  trace.mark("download");
   if (ctx.progress) ctx.progress(1.0);
   return fin;
 }
 
 }  // namespace
+
+IfgtSample ifgt_sample(const Context& ctx, MatrixView<const float> X, MatrixView<const float> Y) {
+  IfgtSample out;
+  out.n = X.rows, out.m = Y.rows, out.d = X.cols;
+  const int d = int(X.cols);
+  const int64_t S = ifgt_sample_rows(X.rows, true), T = ifgt_sample_rows(Y.rows, false);
+  DeviceGuard guard(ctx.gpu_id);
+  Lease lease(ctx.gpu_id);
+  Resources& r = *lease;
+  cudaStream_t s = r.stream[0];
+  const int blocks = 2 * r.multiprocessors;
+  r.arena.reserve(Carver::round(size_t(S + T) * d * 4) + Carver::round(size_t(blocks) * 2 * d * 4),
+                  working_budget(ctx, r));
+  Carver carve(r.arena);
+  float* rows = carve.take<float>(size_t(S + T) * d);
+  float* partial = carve.take<float>(size_t(blocks) * 2 * d);
+  std::vector<float> host(size_t(S + T) * d), box(size_t(blocks) * 2 * d);
+  auto gather = [&](MatrixView<const float> M, int64_t count, int64_t at) {
+    if (M.where == Memory::host) return sample_rows(M, count);
+    ifgt::gather_rows_kernel<<<blocks_for(count * d, r.multiprocessors), kThreads, 0, s>>>(M.data, M.rows, d, count,
+                                                                                           rows + at * d);
+    check_launch("ifgt::gather_rows_kernel");
+    check_cuda(cudaMemcpyAsync(host.data() + at * d, rows + at * d, size_t(count) * d * 4, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync");
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    return std::vector<double>(host.begin() + at * d, host.begin() + (at + count) * d);
+  };
+  out.x = gather(X, S, 0);
+  out.y = gather(Y, T, S);
+  if (Y.where == Memory::host) {
+    bounding_box(Y, out.lo, out.hi);
+  } else {
+    ifgt::bounding_box_kernel<<<blocks, kThreads, 0, s>>>(Y.data, Y.rows, d, partial);
+    check_launch("ifgt::bounding_box_kernel");
+    check_cuda(cudaMemcpyAsync(box.data(), partial, box.size() * 4, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    out.lo.assign(size_t(d), INFINITY);
+    out.hi.assign(size_t(d), -INFINITY);
+    for (int b = 0; b < blocks; ++b)
+      for (int e = 0; e < d; ++e) {
+        out.lo[size_t(e)] = std::min(out.lo[size_t(e)], double(box[(size_t(b) * 2) * d + e]));
+        out.hi[size_t(e)] = std::max(out.hi[size_t(e)], double(box[(size_t(b) * 2 + 1) * d + e]));
+      }
+  }
+  return out;
+}
 
 IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
                      double h, const IfgtChoice& choice, MatrixView<double> out) {

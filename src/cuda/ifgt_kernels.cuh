@@ -77,6 +77,46 @@ __global__ void assign_kernel(const float* __restrict__ x, int n, const double* 
   }
 }
 
+/// The plan's sample: rows s * rows / count, s < count, of a row-major d-column matrix.
+__global__ void gather_rows_kernel(const float* __restrict__ M, int64_t rows, int d, int64_t count,
+                                   float* __restrict__ out) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < count * d; t += int64_t(gridDim.x) * blockDim.x)
+    out[t] = M[(t / d * rows / count) * d + t % d];
+}
+
+/// Per block and dimension, the least and greatest coordinate of its rows: partial[b][0][e] and
+/// partial[b][1][e]; the host reduces over blocks.
+__global__ void bounding_box_kernel(const float* __restrict__ M, int64_t rows, int d, float* __restrict__ partial) {
+  __shared__ float lo_w[kThreads / 32], hi_w[kThreads / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int e = 0; e < d; ++e) {
+    float lo = 1.0f / 0.0f, hi = -1.0f / 0.0f;
+    for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < rows; j += int64_t(gridDim.x) * blockDim.x) {
+      const float v = M[j * d + e];
+      lo = fminf(lo, v);
+      hi = fmaxf(hi, v);
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+      lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+      hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+    }
+    if (lane == 0) {
+      lo_w[warp] = lo;
+      hi_w[warp] = hi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < kThreads / 32; ++w) {
+        lo = fminf(lo, lo_w[w]);
+        hi = fmaxf(hi, hi_w[w]);
+      }
+      partial[(size_t(blockIdx.x) * 2) * d + e] = lo;
+      partial[(size_t(blockIdx.x) * 2 + 1) * d + e] = hi;
+    }
+    __syncthreads();
+  }
+}
+
 __global__ void iota_kernel(int* __restrict__ v, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) v[i] = i;
 }
