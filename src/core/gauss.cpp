@@ -78,6 +78,7 @@ const char* to_string(GaussMethod method) noexcept {
 
 GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const std::vector<double>& q,
                             MatrixView<const float> Y, double h, MatrixView<double> out, const GaussOptions& options) {
+  const auto t_start = std::chrono::steady_clock::now();
   check_arguments(X, q, Y, h, out, options);
   // Host data is checked before the device is resolved, so bad input fails with its own
   // message alone (as in knn).
@@ -104,6 +105,9 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
   if (options.method != GaussMethod::direct) {
     const bool on_device = X.where == Memory::device || Y.where == Memory::device;
     const auto t0 = std::chrono::steady_clock::now();
+    if (std::getenv("SIMKIT_IFGT_TRACE") != nullptr)
+      std::fprintf(stderr, "ifgt trace: checks %.3f ms\n",
+                   std::chrono::duration<double, std::milli>(t0 - t_start).count());
     const detail::IfgtSample sample = on_device ? detail::cuda::ifgt_sample(ctx, X, Y) : detail::ifgt_sample(X, Y);
     const auto t1 = std::chrono::steady_clock::now();
     choice = detail::plan_ifgt(ctx, dev, sample, h, options);
@@ -132,6 +136,9 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
   if (use_ifgt) {
     const detail::IfgtFinal fin = dev == Device::gpu ? detail::cuda::gauss_ifgt(ctx, X, weights, Y, h, choice, out)
                                                      : detail::cpu::gauss_ifgt(ctx, X, weights, Y, h, choice, out.data);
+    if (std::getenv("SIMKIT_IFGT_TRACE") != nullptr)
+      std::fprintf(stderr, "ifgt trace: whole call %.3f ms\n",
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count());
     report.method = GaussMethod::ifgt;
     report.clusters = choice.clusters;
     report.order = fin.order;

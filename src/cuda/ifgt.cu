@@ -128,6 +128,7 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
                        R(size_t(K) * D * 8) + 4 * R(size_t(n) * 4) + R(size_t(K) * 8) + R(size_t(K) * 4) +
                        R(size_t(K) * 8) + R(sort_bytes) + (out_host ? R(size_t(m) * 8) : 0);
   r.arena.reserve(bytes, working_budget(ctx, r));
+  trace.mark("arena");
   Carver carve(r.arena);
   const float* x = X.data;
   const float* y = Y.data;
@@ -205,7 +206,9 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
   const size_t b_partial = R(size_t(tasks) * P * 8), b_coeff = R(size_t(K) * P * 8), b_exps = R(exps.size()),
                b_factor = R(size_t(P) * 8), b_spans = R(spans.size() * sizeof(Span)),
                b_first = R(span_first.size() * 4);
+  trace.mark("order");
   Scratch phase2(b_partial + b_coeff + b_exps + b_factor + b_spans + b_first);
+  trace.mark("cudaMalloc");
   char* at = phase2.get();
   auto* partial = reinterpret_cast<double*>(at);
   auto* coeff = reinterpret_cast<double*>(at += b_partial);
@@ -221,7 +224,7 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
              "cudaMemcpyAsync");
   check_cuda(cudaMemcpyAsync(reach2, reach2_host.data(), size_t(K) * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
 
-  trace.mark("order+tables");
+  trace.mark("tables");
   const int tile = int(std::clamp<size_t>(kTileBytes / (8 * (size_t(D) * p + 1)), 1, 64));
   const size_t smem = size_t(tile) * (size_t(D) * p + 1) * 8;
   ifgt::coefficients_kernel<D>
