@@ -218,8 +218,7 @@ TEST(GpuGauss, MillionSourcesMatchReference) {
   std::printf("  2^20 sources x 4 targets, d = 3: max relative error %.3g\n", e);
 }
 
-// Inputs already on the device (output on the host: the library instantiates DeviceMatrix for
-// float and int64_t only, so a device-resident double output is not reachable from here).
+// Inputs already on the device; the output on the host, and on the device as well.
 TEST(GpuGauss, DeviceResidentInputs) {
   SIMKIT_REQUIRE_GPU();
   const uint64_t seed = test_seed();
@@ -235,6 +234,12 @@ TEST(GpuGauss, DeviceResidentInputs) {
     // Mixed: device sources, host targets.
     const auto mixed = gauss_transform(ctx, dX.view(), q, Y.view(), h, kDirect);
     check(mixed, reference_gauss(X, q, Y, h), q, 2000, true, tagged("device X, host Y d", d));
+    // Everything on the device, the output included.
+    DeviceMatrix<double> dG(ctx, 777, 1);
+    gauss_transform(ctx, dX.view(), q, dY.view(), h, dG.view(), kDirect);
+    std::vector<double> resident(777);
+    dG.copy_to_host(MatrixView<double>(resident.data(), 777, 1));
+    check(resident, reference_gauss(X, q, Y, h), q, 2000, true, tagged("device output d", d));
   }
 }
 

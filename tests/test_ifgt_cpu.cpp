@@ -126,6 +126,22 @@ TEST(IfgtCpu, TinyBandwidthIsRefusedAndAutoFallsBack) {
   }
 }
 
+// Where no plan exists (d = 8, small h), `auto` stops searching once the search has cost a
+// small share of the direct sum instead of growing clusters to the limit, and says so.
+TEST(IfgtCpu, AutoGivesUpSearchingWithinBudget) {
+  const Matrix<float> X = uniform_points(20000, 8, 61), Y = uniform_points(20000, 8, 62);
+  GaussOptions opt;
+  opt.method = GaussMethod::automatic;
+  GaussReport rep;
+  const std::vector<double> got = gauss_transform(cpu_context(), X.view(), {}, Y.view(), 0.1, opt, &rep);
+  EXPECT_EQ(rep.method, GaussMethod::direct);
+  EXPECT_NE(rep.note.find("no plan within the search budget"), std::string::npos) << rep.note;
+  EXPECT_EQ(got.size(), size_t(20000));
+  opt.method = GaussMethod::ifgt;  // asked for explicitly, the search runs to the cluster limit
+  expect_error([&] { gauss_transform(cpu_context(), X.view(), {}, Y.view(), 0.1, opt); }, ErrorCode::invalid_argument,
+               "h = 0.1 needs more than 4096 clusters");
+}
+
 TEST(IfgtCpu, DegenerateAndOffsetData) {
   // One source; three sources (each may be its own cluster); every source at one point (the
   // clustering's radius is 0 after one centre, so p = 1 is exact); data far from the origin.

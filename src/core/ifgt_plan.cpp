@@ -38,9 +38,12 @@
 // the direct sum (cpu/gauss_direct.cpp) at 27-40 G/s.
 //
 // GPU cost model (seconds), from the H100 measurements in bench/results/: the direct sum at
-// 2.9e12 pairs/s at d = 1 falling to 1.24e12 at d = 8 (gauss_direct.cu); the IFGT's kernels
-// (cuda/ifgt.cu) bounded by their loads: a coefficient costs d shared-memory reads per source,
-// an evaluation one read per coefficient per target.
+// 2.9e12 pairs/s at d = 1 falling to 1.24e12 at d = 8 (gauss_direct.cu). The IFGT's terms were
+// fitted to its traced phases (SIMKIT_IFGT_TRACE, 2026-11-23, N = M = 65,536 at d = 3..8 and
+// 10^6 at d = 3): ~1 ms of fixed host work (checks, sample, plan, tables, launches), the
+// coefficient kernel at 1.0-2.5e-12 s per source x coefficient (~3.3e-13 d), the evaluation
+// at 3e-13 s per target x coefficient x cluster in reach once the chip is full, and 1.75 ns
+// per point of host weights and results crossing PCIe (which the direct sum pays as well).
 
 #include "core/ifgt_plan.hpp"
 
@@ -62,6 +65,7 @@ namespace simkit::detail {
 namespace {
 
 constexpr double kSearchBudget = 0.1;
+constexpr double kGiveUpBudget = 0.05;
 constexpr double kCpuOpsPerThread = 1.3e10;
 // The search itself is scalar float64 code: measured 4.4e9 of its operations per second on the
 // build machine (8.9 ms for the 20,000-point d = 3 plan).
@@ -84,8 +88,10 @@ struct CostModel {
 
   double direct() const {
     if (device == Device::cpu) return cpu_seconds(m * n * (3 * d + 20));
-    return 2e-5 + n * m * (2.8e-13 + 0.66e-13 * d);
+    return 2e-5 + host_traffic() + n * m * (2.8e-13 + 0.66e-13 * d);
   }
+  /// GPU: host weights checked and uploaded, host results downloaded (both methods).
+  double host_traffic() const { return 1.75e-9 * (n + m); }
   /// The part of a candidate's cost that grows with k alone (assignment and range tests).
   double per_centre(double k) const {
     if (device == Device::cpu) return cpu_seconds(3 * (n + m) * k * d);
@@ -94,7 +100,10 @@ struct CostModel {
   double ifgt(double k, double P, double nb) const {
     if (device == Device::cpu)
       return per_centre(k) + cpu_seconds(n * (3 * d + 20 + 3 * P) + m * nb * (3 * d + 20 + 3 * P));
-    return 2e-4 + per_centre(k) + 1.35e-13 * d * n * P + 1.4e-13 * m * nb * P;
+    // One thread per target: below ~2.7e5 targets the chip is not full and the evaluation's
+    // time stops falling with m.
+    const double occupancy = std::max(1.0, 2.7e5 / m);
+    return 1e-3 + host_traffic() + per_centre(k) + 3.3e-13 * d * n * P + 3e-13 * m * nb * P * occupancy;
   }
   /// The search's own work (host, one thread) in the same units.
   double planning(double ops) const { return ops / kPlanOpsPerSecond; }
@@ -250,6 +259,8 @@ IfgtChoice plan_ifgt(const Context& ctx, Device device, const IfgtSample& sample
   Context one = ctx;
   one.threads = 1;  // the sample is small: threads would cost more than they save
   FarthestPointClustering fp(one, x.data(), S, d);
+  const bool searching_for_auto = options.method == GaussMethod::automatic && options.ifgt_clusters == 0;
+  bool gave_up = false;
   double planning_ops = 0, next_candidate = 1, smallest_rx = std::numeric_limits<double>::infinity();
   std::vector<double> centres, radius, A, B;
   for (int64_t k = 1; k <= max_k; ++k) {
@@ -291,7 +302,21 @@ IfgtChoice plan_ifgt(const Context& ctx, Device device, const IfgtSample& sample
     if (last) break;
     if (cost.per_centre(double(k)) >= best.ifgt_cost) break;
     if (cost.planning(planning_ops) >= kSearchBudget * best.ifgt_cost) break;
+    // `auto` gives up once more centres could only price the IFGT above the direct sum, or once
+    // the search, still without a plan, has cost kGiveUpBudget of the direct sum: where no
+    // plan is feasible (d = 8, h = 0.5 over 10^6 points), searching to the cluster limit took
+    // ~25% of the direct time on the H100 before this cut.
+    if (searching_for_auto && (cost.per_centre(double(k)) >= best.direct_cost ||
+                               (!best.feasible && cost.planning(planning_ops) >= kGiveUpBudget * best.direct_cost))) {
+      gave_up = true;
+      break;
+    }
   }
+  if (!best.feasible && gave_up)
+    return refuse(
+        fmt("no plan within the search budget: after %.0f clusters the largest cluster radius is still %.3g "
+            "(h = %.3g), and a larger search would cost more than it could save over the direct sum",
+            double(fp.centres()), smallest_rx, h));
   if (!best.feasible)
     return refuse(
         fmt("h = %.3g needs more than %.0f clusters (after %.0f the largest cluster radius is still "
