@@ -1,10 +1,13 @@
 #pragma once
-// Direct squared Euclidean distance with float64 arithmetic: the cancellation-free form used
-// where the expanded ||q||^2 + ||x||^2 - 2 q.x is unreliable, and for the exact re-score of
-// k-NN candidates. Differences of two floats are exact in double, each square is rounded once
+// Direct metrics in float64 arithmetic. exact_sqdist is the cancellation-free form used where
+// the expanded ||q||^2 + ||x||^2 - 2 q.x is unreliable; all of them re-score k-NN candidates
+// (cpu/knn.cpp), because sgemm need not give equal bits for equal rows (OpenBLAS's AVX-512
+// kernels sum a row differently depending on its position in the tile), so equal rows would not
+// tie. Differences of two floats are exact in double, each square is rounded once
 // (relative 2^-53), and the sum of non-negative terms keeps a relative error of about d 2^-53,
 // far below the float32 output rounding. Deterministic: same rows, same bits.
 
+#include <cmath>
 #include <cstdint>
 
 #include "cpu/simd.hpp"
@@ -27,6 +30,28 @@ inline double exact_sqdist(const float* a, const float* b, int64_t d) {
     s += e * e;
   }
   return s;
+}
+
+/// sum a_t b_t in float64; `ma`, `mb` are subtracted first (the Pearson centring; 0 otherwise).
+inline double exact_dot(const float* a, const float* b, int64_t d, double ma = 0, double mb = 0) {
+  double s = 0;
+  for (int64_t t = 0; t < d; ++t) s += (static_cast<double>(a[t]) - ma) * (static_cast<double>(b[t]) - mb);
+  return s;
+}
+
+inline double exact_mean(const float* a, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; ++t) s += a[t];
+  return d > 0 ? s / static_cast<double>(d) : 0.0;
+}
+
+/// Cosine of a and b after subtracting ma and mb (Pearson when they are the row means); 0 where
+/// either side is all zeros, as in the blocked computation, and clamped to [-1, 1].
+inline double exact_cosine(const float* a, const float* b, int64_t d, double ma = 0, double mb = 0) {
+  const double ab = exact_dot(a, b, d, ma, mb), aa = exact_dot(a, a, d, ma, ma), bb = exact_dot(b, b, d, mb, mb);
+  if (!(aa > 0 && bb > 0)) return 0.0;
+  const double c = ab / (std::sqrt(aa) * std::sqrt(bb));
+  return c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
 }
 
 }  // namespace simkit::detail::cpu

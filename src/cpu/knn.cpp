@@ -5,13 +5,14 @@
 // (a single query over a million rows) the base is cut into several stripes so that every
 // thread has work, and the per-stripe selections are merged per query at the end.
 //
-// l2 and sqeuclidean select on the float32 squared distance from the expanded form. Its
-// rounding (~1e-7 relative, more where cancellation is only partly caught) can swap
-// neighbours whose distances differ by less than that, and on integer data many distances tie
-// exactly; both must come out as in a float64 computation with ties to the lower id. So the
-// selection keeps k_c = k + max(16, k / 8) candidates, re-scores each one directly in float64
-// (exact_sqdist) and ranks them by (exact distance, id). Similarities and l1 are ranked by the
-// block values themselves.
+// l2 and sqeuclidean select on the float32 squared distance from the expanded form, the
+// similarities on sgemm's float32 dot products. That rounding (~1e-7 relative, more where
+// cancellation is only partly caught) can swap neighbours whose values differ by less than
+// that; on integer data many values tie exactly, and equal rows need not get equal bits from
+// sgemm; all of these must come out as in a float64 computation with ties to the lower id. So
+// the selection keeps k_c = k + max(16, k / 8) candidates, re-scores each one directly in
+// float64 (cpu/exact.hpp) and ranks them by (exact value, id). l1 is computed directly and
+// ranked by the block values themselves.
 
 #include <algorithm>
 #include <cmath>
@@ -59,7 +60,18 @@ class Finisher {
            MatrixView<float> values, MatrixView<int64_t> ids)
       : Q_(Q), X_(X), k_(k), kc_(kc), metric_(metric), values_(values), ids_(ids) {}
 
-  bool rescores() const noexcept { return metric_ == Metric::l2 || metric_ == Metric::sqeuclidean; }
+  bool rescores() const noexcept { return metric_ != Metric::l1; }
+
+  /// The float64 value of the pair as a key: smaller ranks first (similarities negated).
+  double exact_key(const float* q, const float* x) const {
+    const int64_t d = Q_.cols;
+    switch (metric_) {
+      case Metric::dot: return -exact_dot(q, x, d);
+      case Metric::cosine: return -exact_cosine(q, x, d);
+      case Metric::pearson: return -exact_cosine(q, x, d, exact_mean(q, d), exact_mean(x, d));
+      default: return exact_sqdist(q, x, d);
+    }
+  }
 
   void write(int64_t query, std::vector<Candidate>& cands, Scratch& sc) const {
     float* vals = values_.row(query);
@@ -82,12 +94,12 @@ class Finisher {
     auto& exact = sc.exact;
     exact.clear();
     const float* q = Q_.row(query);
-    for (const Candidate& c : cands) exact.emplace_back(exact_sqdist(q, X_.row(c.id), Q_.cols), c.id);
+    for (const Candidate& c : cands) exact.emplace_back(exact_key(q, X_.row(c.id)), c.id);
     std::partial_sort(exact.begin(), exact.begin() + k_, exact.end());
-    const bool root = metric_ == Metric::l2;
+    const bool root = metric_ == Metric::l2, negated = larger_is_better(metric_);
     for (int64_t p = 0; p < k_; ++p) {
-      const auto& [dist, id] = exact[static_cast<size_t>(p)];
-      vals[p] = static_cast<float>(root ? std::sqrt(dist) : dist);
+      const auto& [key, id] = exact[static_cast<size_t>(p)];
+      vals[p] = static_cast<float>(root ? std::sqrt(key) : (negated ? -key : key));
       out_ids[p] = id;
     }
   }
@@ -117,7 +129,7 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
     const BlasSerialScope serial_blas;
     const BlockEngine engine(metric, Q, X, threads);
     const int64_t m = Q.rows, n = X.rows;
-    const bool rescore = metric == Metric::l2 || metric == Metric::sqeuclidean;
+    const bool rescore = metric != Metric::l1;
     const int64_t kc = rescore ? std::min(n, k + std::max<int64_t>(16, k / 8)) : k;
     const Finisher finisher(Q, X, k, kc, metric, values, ids);
     const bool negate = larger_is_better(metric);
