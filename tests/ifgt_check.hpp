@@ -126,4 +126,24 @@ inline Outcome check_ifgt(const Context& ctx, const std::string& name, const Mat
   return res;
 }
 
+/// Data that stresses the clustering, checked by a backend's `check(name, X, q, Y, h, eps)`:
+/// one source; three sources (each may be its own cluster); every source at one point (the
+/// radius is 0 after one centre, so p = 1 is exact); data far from the origin.
+template <class Check>
+void check_degenerate_data(Check check) {
+  EXPECT_TRUE(check("single source", uniform_points(1, 3, 71), {0.7}, uniform_points(50, 3, 73), 0.3, 1e-6).feasible);
+  EXPECT_TRUE(check("three sources", uniform_points(3, 2, 72), {1.0, -2.0, 0.5}, uniform_points(41, 2, 74), 0.3, 1e-6)
+                  .feasible);
+  Matrix<float> same(500, 2);
+  for (int64_t i = 0; i < 500; ++i) {
+    same(i, 0) = 0.25f;
+    same(i, 1) = 0.75f;
+  }
+  EXPECT_TRUE(check("identical sources", same, mixed_weights(500, 75), uniform_points(300, 2, 76), 0.1, 1e-6).feasible);
+  Matrix<float> far = uniform_points(3000, 3, 77), far_y = uniform_points(1000, 3, 78);
+  for (int64_t i = 0; i < far.size(); ++i) far.data()[i] = 1000.0f + 4.0f * far.data()[i];
+  for (int64_t i = 0; i < far_y.size(); ++i) far_y.data()[i] = 1000.0f + 4.0f * far_y.data()[i];
+  check("offset 1000, spread 4, d=3 h=1.5", far, mixed_weights(3000, 79), far_y, 1.5, 1e-6);
+}
+
 }  // namespace simkit::test

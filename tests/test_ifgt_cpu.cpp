@@ -142,24 +142,7 @@ TEST(IfgtCpu, AutoGivesUpSearchingWithinBudget) {
                "h = 0.1 needs more than 4096 clusters");
 }
 
-TEST(IfgtCpu, DegenerateAndOffsetData) {
-  // One source; three sources (each may be its own cluster); every source at one point (the
-  // clustering's radius is 0 after one centre, so p = 1 is exact); data far from the origin.
-  const Matrix<float> one = uniform_points(1, 3, 71), three = uniform_points(3, 2, 72);
-  EXPECT_TRUE(check_case("single source", one, {0.7}, uniform_points(50, 3, 73), 0.3, 1e-6).feasible);
-  EXPECT_TRUE(check_case("three sources", three, {1.0, -2.0, 0.5}, uniform_points(41, 2, 74), 0.3, 1e-6).feasible);
-  Matrix<float> same(500, 2);
-  for (int64_t i = 0; i < 500; ++i) {
-    same(i, 0) = 0.25f;
-    same(i, 1) = 0.75f;
-  }
-  EXPECT_TRUE(
-      check_case("identical sources", same, mixed_weights(500, 75), uniform_points(300, 2, 76), 0.1, 1e-6).feasible);
-  Matrix<float> far = uniform_points(3000, 3, 77), far_y = uniform_points(1000, 3, 78);
-  for (int64_t i = 0; i < far.size(); ++i) far.data()[i] = 1000.0f + 4.0f * far.data()[i];
-  for (int64_t i = 0; i < far_y.size(); ++i) far_y.data()[i] = 1000.0f + 4.0f * far_y.data()[i];
-  check_case("offset 1000, spread 4, d=3 h=1.5", far, mixed_weights(3000, 79), far_y, 1.5, 1e-6);
-}
+TEST(IfgtCpu, DegenerateAndOffsetData) { check_degenerate_data(check_case); }
 
 TEST(IfgtCpu, ResultsDoNotDependOnThreadCount) {
   const Matrix<float> X = uniform_points(5000, 3, 61), Y = uniform_points(777, 3, 62);
