@@ -167,16 +167,16 @@ void expect_equal_arrays(const std::vector<T>& got, const std::vector<T>& want, 
   ASSERT_EQ(got.size(), want.size()) << label;
   for (size_t i = 0; i < got.size(); ++i)
     if (!same_bits(got[i], want[i])) {
-      ADD_FAILURE() << label << ": first difference at " << i << " of " << got.size() << ": got " << got[i]
-                    << ", want " << want[i];
+      ADD_FAILURE() << label << ": first difference at " << i << " of " << got.size() << ": got " << got[i] << ", want "
+                    << want[i];
       return;
     }
 }
 
 template <class T>
 void expect_scan_exact(const Context& ctx, Where where, int64_t n, ScanOp op, bool exclusive, uint64_t seed) {
-  const std::string label = type_name<T>() + " " + op_name(op) + (exclusive ? " exclusive" : " inclusive") +
-                            " n=" + std::to_string(n);
+  const std::string label =
+      type_name<T>() + " " + op_name(op) + (exclusive ? " exclusive" : " inclusive") + " n=" + std::to_string(n);
   const std::vector<T> in = exact_scan_input<T>(op, n, seed);
   Staged<T> src(ctx, in, where), dst(ctx, std::vector<T>(size_t(n), T(7)), where);
   if (exclusive)

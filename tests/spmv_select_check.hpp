@@ -101,8 +101,8 @@ inline std::vector<float> select_input(int64_t rows, int64_t cols, uint64_t seed
 
 inline void expect_select(const Context& ctx, Where where, int64_t rows, int64_t cols, int64_t k, Order order,
                           uint64_t seed, std::vector<float> in = {}) {
-  const std::string label = "select_k " + std::to_string(rows) + "x" + std::to_string(cols) + " k=" +
-                            std::to_string(k) + " " + order_name(order);
+  const std::string label = "select_k " + std::to_string(rows) + "x" + std::to_string(cols) +
+                            " k=" + std::to_string(k) + " " + order_name(order);
   if (in.empty()) in = select_input(rows, cols, seed);
   std::vector<float> want_v(size_t(rows * k), std::numeric_limits<float>::quiet_NaN());
   std::vector<int64_t> want_i(size_t(rows * k), -1);

@@ -129,8 +129,8 @@ TEST(PrimitivesCpu, SortKeysAndPairs) {
 
 template <class K>
 void merge_sweep(const Context& ctx) {
-  const int64_t sizes[][2] = {{0, 0}, {0, 5}, {7, 0}, {1, 1}, {31, 33}, {4096, 1}, {1, 70000}, {65537, 65535},
-                              {300000, 2}};
+  const int64_t sizes[][2] = {{0, 0},    {0, 5},     {7, 0},         {1, 1},     {31, 33},
+                              {4096, 1}, {1, 70000}, {65537, 65535}, {300000, 2}};
   for (const auto& s : sizes)
     for (KeyShape shape : kShapes)
       for (Order order : {Order::ascending, Order::descending}) {
@@ -184,12 +184,15 @@ TEST(PrimitivesCpu, SelectK) {
 TEST(PrimitivesCpu, RefusesBadArguments) {
   const Context ctx = cpu_context();
   std::vector<int32_t> a(10), b(9);
-  expect_error([&] { inclusive_scan<int32_t>(ctx, a, ArrayView(b)); }, ErrorCode::invalid_argument, "out has 9 elements, expected 10");
-  expect_error([&] { inclusive_scan<int32_t>(ctx, ArrayView<const int32_t>(a.data(), 10), ArrayView(a.data() + 1, 9)); },
-               ErrorCode::invalid_argument, "expected 10");  // the lengths disagree before they overlap
+  expect_error([&] { inclusive_scan<int32_t>(ctx, a, ArrayView(b)); }, ErrorCode::invalid_argument,
+               "out has 9 elements, expected 10");
+  expect_error(
+      [&] { inclusive_scan<int32_t>(ctx, ArrayView<const int32_t>(a.data(), 10), ArrayView(a.data() + 1, 9)); },
+      ErrorCode::invalid_argument, "expected 10");  // the lengths disagree before they overlap
   std::vector<int32_t> big(20);
-  expect_error([&] { inclusive_scan<int32_t>(ctx, ArrayView<const int32_t>(big.data(), 10), ArrayView(big.data() + 5, 10)); },
-               ErrorCode::invalid_argument, "overlaps");
+  expect_error(
+      [&] { inclusive_scan<int32_t>(ctx, ArrayView<const int32_t>(big.data(), 10), ArrayView(big.data() + 5, 10)); },
+      ErrorCode::invalid_argument, "overlaps");
   const std::vector<int64_t> bad_off = {0, 5, 3, 10};
   expect_error([&] { segmented_inclusive_scan<int32_t>(ctx, a, ArrayView(bad_off), ArrayView(big.data(), 10)); },
                ErrorCode::invalid_argument, "must not decrease");
@@ -197,8 +200,9 @@ TEST(PrimitivesCpu, RefusesBadArguments) {
   expect_error([&] { segmented_inclusive_scan<int32_t>(ctx, a, ArrayView(short_off), ArrayView(big.data(), 10)); },
                ErrorCode::invalid_argument, "ends at 9, expected 10");
   std::vector<uint8_t> heads(11);
-  expect_error([&] { segmented_inclusive_scan<int32_t>(ctx, a, ArrayView<const uint8_t>(heads), ArrayView(big.data(), 10)); },
-               ErrorCode::invalid_argument, "heads has 11");
+  expect_error(
+      [&] { segmented_inclusive_scan<int32_t>(ctx, a, ArrayView<const uint8_t>(heads), ArrayView(big.data(), 10)); },
+      ErrorCode::invalid_argument, "heads has 11");
   std::vector<int32_t> out(18);
   expect_error([&] { merge<int32_t>(ctx, a, b, ArrayView(out)); }, ErrorCode::invalid_argument, "out has 18");
   std::vector<int64_t> vals(9);

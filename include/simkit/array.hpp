@@ -26,8 +26,8 @@ struct ArrayView {
   /// Host memory.
   constexpr ArrayView(std::span<T> s) : data(s.data()), size(static_cast<int64_t>(s.size())) {}
   template <class A>
-    requires std::is_const_v<T>
-  ArrayView(const std::vector<std::remove_const_t<T>, A>& v) : data(v.data()), size(static_cast<int64_t>(v.size())) {}
+  requires std::is_const_v<T> ArrayView(const std::vector<std::remove_const_t<T>, A>& v)
+      : data(v.data()), size(static_cast<int64_t>(v.size())) {}
   template <class A>
   ArrayView(std::vector<T, A>& v) : data(v.data()), size(static_cast<int64_t>(v.size())) {}
   /// Every element of a contiguous matrix, row after row.

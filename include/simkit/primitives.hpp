@@ -95,11 +95,11 @@ void segmented_exclusive_scan(const Context& ctx, ConstArray<T> in, ArrayView<co
                               ScanOp op = ScanOp::sum);
 /// Offsets may be int32 or int64 (a view of const or mutable elements).
 template <PrimitiveValue T, class I>
-  requires IndexType<std::remove_const_t<I>>
+requires IndexType<std::remove_const_t<I>>
 void segmented_inclusive_scan(const Context& ctx, ConstArray<T> in, ArrayView<I> offsets, ArrayView<T> out,
                               ScanOp op = ScanOp::sum);
 template <PrimitiveValue T, class I>
-  requires IndexType<std::remove_const_t<I>>
+requires IndexType<std::remove_const_t<I>>
 void segmented_exclusive_scan(const Context& ctx, ConstArray<T> in, ArrayView<I> offsets, ArrayView<T> out,
                               ScanOp op = ScanOp::sum);
 
@@ -122,7 +122,7 @@ struct CsrView {
 /// lengths. O(rows + nnz), balanced by merge path over (row ends, non-zeros): every thread gets
 /// the same number of both together, so one row of 1M entries is shared by many threads.
 template <class V, IndexType I>
-  requires std::same_as<V, float> || std::same_as<V, double>
+requires std::same_as<V, float> || std::same_as<V, double>
 void spmv_csr(const Context& ctx, const CsrView<V, I>& A, ConstArray<V> x, ArrayView<V> y);
 
 // ---------------------------------------------------------------------------------- merge
@@ -135,8 +135,8 @@ void merge(const Context& ctx, ConstArray<K> a, ConstArray<K> b, ArrayView<K> ou
 
 /// Key-value form: values travel with their keys.
 template <SortKey K, PrimitiveValue V>
-void merge(const Context& ctx, ConstArray<K> a_keys, ConstArray<V> a_values, ConstArray<K> b_keys, ConstArray<V> b_values, ArrayView<K> out_keys,
-           ArrayView<V> out_values, Order order = Order::ascending);
+void merge(const Context& ctx, ConstArray<K> a_keys, ConstArray<V> a_values, ConstArray<K> b_keys,
+           ConstArray<V> b_values, ArrayView<K> out_keys, ArrayView<V> out_values, Order order = Order::ascending);
 
 // ----------------------------------------------------------------------------------- sort
 

@@ -13,8 +13,8 @@ void primitive_fail(const char* fn, const std::string& msg) {
 
 void check_length(const char* fn, const Raw& a, int64_t size, const char* name) {
   if (a.size != size)
-    primitive_fail(fn, std::string(name) + " has " + std::to_string(a.size) + " elements, expected " +
-                           std::to_string(size));
+    primitive_fail(
+        fn, std::string(name) + " has " + std::to_string(a.size) + " elements, expected " + std::to_string(size));
   if (a.size > 0 && a.data == nullptr) primitive_fail(fn, std::string(name) + " has a null data pointer");
 }
 

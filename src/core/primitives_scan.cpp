@@ -70,30 +70,28 @@ void segmented_exclusive_scan(const Context& ctx, ConstArray<T> in, ArrayView<co
 }
 
 template <PrimitiveValue T, class I>
-  requires IndexType<std::remove_const_t<I>>
-void segmented_inclusive_scan(const Context& ctx, ConstArray<T> in, ArrayView<I> offsets, ArrayView<T> out,
-                              ScanOp op) {
+requires IndexType<std::remove_const_t<I>>
+void segmented_inclusive_scan(const Context& ctx, ConstArray<T> in, ArrayView<I> offsets, ArrayView<T> out, ScanOp op) {
   run_scan<T>(ctx, "segmented_inclusive_scan", in, out, detail::raw(offsets), op, false);
 }
 
 template <PrimitiveValue T, class I>
-  requires IndexType<std::remove_const_t<I>>
-void segmented_exclusive_scan(const Context& ctx, ConstArray<T> in, ArrayView<I> offsets, ArrayView<T> out,
-                              ScanOp op) {
+requires IndexType<std::remove_const_t<I>>
+void segmented_exclusive_scan(const Context& ctx, ConstArray<T> in, ArrayView<I> offsets, ArrayView<T> out, ScanOp op) {
   run_scan<T>(ctx, "segmented_exclusive_scan", in, out, detail::raw(offsets), op, true);
 }
 
-#define SIMKIT_SCAN_OFFSETS(T, I)                                                                                 \
+#define SIMKIT_SCAN_OFFSETS(T, I)                                                                                  \
   template void segmented_inclusive_scan<T, I>(const Context&, ConstArray<T>, ArrayView<I>, ArrayView<T>, ScanOp); \
   template void segmented_exclusive_scan<T, I>(const Context&, ConstArray<T>, ArrayView<I>, ArrayView<T>, ScanOp);
-#define SIMKIT_SCAN(T)                                                                                               \
-  template void inclusive_scan<T>(const Context&, ConstArray<T>, ArrayView<T>, ScanOp);                              \
-  template void exclusive_scan<T>(const Context&, ConstArray<T>, ArrayView<T>, ScanOp);                              \
+#define SIMKIT_SCAN(T)                                                                                             \
+  template void inclusive_scan<T>(const Context&, ConstArray<T>, ArrayView<T>, ScanOp);                            \
+  template void exclusive_scan<T>(const Context&, ConstArray<T>, ArrayView<T>, ScanOp);                            \
   template void segmented_inclusive_scan<T>(const Context&, ConstArray<T>, ArrayView<const uint8_t>, ArrayView<T>, \
-                                            ScanOp);                                                                 \
+                                            ScanOp);                                                               \
   template void segmented_exclusive_scan<T>(const Context&, ConstArray<T>, ArrayView<const uint8_t>, ArrayView<T>, \
-                                            ScanOp);                                                                 \
-  SIMKIT_SCAN_OFFSETS(T, int32_t)                                                                                    \
+                                            ScanOp);                                                               \
+  SIMKIT_SCAN_OFFSETS(T, int32_t)                                                                                  \
   SIMKIT_SCAN_OFFSETS(T, const int32_t) SIMKIT_SCAN_OFFSETS(T, int64_t) SIMKIT_SCAN_OFFSETS(T, const int64_t)
 
 SIMKIT_SCAN(int32_t)

@@ -33,8 +33,8 @@ void run_merge(const Context& ctx, const detail::MergeArgs& m) {
     detail::check_apart(fn, m.out_values, "out_values", m.out_keys, "out_keys");
   }
   if (n == 0) return;
-  const Device dev = detail::primitive_device(
-      ctx, fn, {m.a_keys, m.b_keys, m.out_keys, m.a_values, m.b_values, m.out_values});
+  const Device dev =
+      detail::primitive_device(ctx, fn, {m.a_keys, m.b_keys, m.out_keys, m.a_values, m.b_values, m.out_values});
   if (dev == Device::gpu)
     detail::cuda::merge(ctx, m);
   else
@@ -70,8 +70,13 @@ void merge(const Context& ctx, ConstArray<K> a, ConstArray<K> b, ArrayView<K> ou
 template <SortKey K, PrimitiveValue V>
 void merge(const Context& ctx, ConstArray<K> a_keys, ConstArray<V> a_values, ConstArray<K> b_keys,
            ConstArray<V> b_values, ArrayView<K> out_keys, ArrayView<V> out_values, Order order) {
-  detail::MergeArgs m{detail::raw(a_keys), detail::raw(a_values),  detail::raw(b_keys),
-                      detail::raw(b_values), detail::raw(out_keys), detail::raw(out_values), order};
+  detail::MergeArgs m{detail::raw(a_keys),
+                      detail::raw(a_values),
+                      detail::raw(b_keys),
+                      detail::raw(b_values),
+                      detail::raw(out_keys),
+                      detail::raw(out_values),
+                      order};
   run_merge(ctx, m);
 }
 
@@ -85,14 +90,14 @@ void sort(const Context& ctx, ArrayView<K> keys, ArrayView<V> values, Order orde
   run_sort(ctx, {detail::raw(keys), detail::raw(values), order});
 }
 
-#define SIMKIT_SORT_PAIRS(K, V)                                                                                     \
+#define SIMKIT_SORT_PAIRS(K, V)                                                                                       \
   template void merge<K, V>(const Context&, ConstArray<K>, ConstArray<V>, ConstArray<K>, ConstArray<V>, ArrayView<K>, \
-                            ArrayView<V>, Order);                                                                   \
+                            ArrayView<V>, Order);                                                                     \
   template void sort<K, V>(const Context&, ArrayView<K>, ArrayView<V>, Order);
-#define SIMKIT_SORT(K)                                                                             \
-  template void merge<K>(const Context&, ConstArray<K>, ConstArray<K>, ArrayView<K>, Order);      \
-  template void sort<K>(const Context&, ArrayView<K>, Order);                                      \
-  SIMKIT_SORT_PAIRS(K, int32_t)                                                                    \
+#define SIMKIT_SORT(K)                                                                       \
+  template void merge<K>(const Context&, ConstArray<K>, ConstArray<K>, ArrayView<K>, Order); \
+  template void sort<K>(const Context&, ArrayView<K>, Order);                                \
+  SIMKIT_SORT_PAIRS(K, int32_t)                                                              \
   SIMKIT_SORT_PAIRS(K, int64_t) SIMKIT_SORT_PAIRS(K, float) SIMKIT_SORT_PAIRS(K, double)
 
 SIMKIT_SORT(int32_t)

@@ -10,19 +10,15 @@
 namespace simkit {
 
 template <class V, IndexType I>
-  requires std::same_as<V, float> || std::same_as<V, double>
+requires std::same_as<V, float> || std::same_as<V, double>
 void spmv_csr(const Context& ctx, const CsrView<V, I>& A, ConstArray<V> x, ArrayView<V> y) {
   const char* fn = "spmv_csr";
   if (A.rows < 0 || A.cols < 0)
-    detail::primitive_fail(fn, "the shape must be non-negative, got " + std::to_string(A.rows) + " x " +
-                                   std::to_string(A.cols));
-  detail::SpmvArgs s{A.rows,
-                     A.cols,
-                     detail::raw(A.row_offsets),
-                     detail::raw(A.col_indices),
-                     detail::raw(A.values),
-                     detail::raw(x),
-                     detail::raw(y)};
+    detail::primitive_fail(
+        fn, "the shape must be non-negative, got " + std::to_string(A.rows) + " x " + std::to_string(A.cols));
+  detail::SpmvArgs s{
+      A.rows,         A.cols,        detail::raw(A.row_offsets), detail::raw(A.col_indices), detail::raw(A.values),
+      detail::raw(x), detail::raw(y)};
   detail::check_length(fn, s.offsets, A.rows + 1, "row_offsets");
   const int64_t nnz = A.values.size;
   detail::check_length(fn, s.values, nnz, "values");

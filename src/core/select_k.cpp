@@ -19,8 +19,8 @@ void check_k(MatrixView<const float> in, int64_t k) {
                                            std::to_string(in.cols));
   if (k < 1) detail::primitive_fail("select_k", "k must be at least 1, got " + std::to_string(k));
   if (k > in.cols)
-    detail::primitive_fail("select_k", "k = " + std::to_string(k) + " exceeds the row length " +
-                                           std::to_string(in.cols));
+    detail::primitive_fail("select_k",
+                           "k = " + std::to_string(k) + " exceeds the row length " + std::to_string(in.cols));
 }
 
 }  // namespace

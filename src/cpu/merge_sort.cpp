@@ -65,7 +65,8 @@ void sort_chunk(K* keys, V* vals, int64_t n, Less less) {
   } else {
     std::vector<std::pair<K, V>> pairs(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) pairs[size_t(i)] = {keys[i], vals[i]};
-    std::stable_sort(pairs.begin(), pairs.end(), [less](const auto& x, const auto& y) { return less(x.first, y.first); });
+    std::stable_sort(pairs.begin(), pairs.end(),
+                     [less](const auto& x, const auto& y) { return less(x.first, y.first); });
     for (int64_t i = 0; i < n; ++i) keys[i] = pairs[size_t(i)].first, vals[i] = pairs[size_t(i)].second;
   }
 }

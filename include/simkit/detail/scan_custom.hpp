@@ -61,8 +61,8 @@ void blocked_scan(const Context& ctx, const T* in, T* out, int64_t n, Op op, T i
 template <class T>
 void check_scan_spans(std::span<const T> in, std::span<T> out) {
   if (in.size() != out.size())
-    throw Error(ErrorCode::invalid_argument, "scan: out has " + std::to_string(out.size()) +
-                                                 " elements but in has " + std::to_string(in.size()));
+    throw Error(ErrorCode::invalid_argument,
+                "scan: out has " + std::to_string(out.size()) + " elements but in has " + std::to_string(in.size()));
   const auto a = reinterpret_cast<std::uintptr_t>(in.data()), b = reinterpret_cast<std::uintptr_t>(out.data());
   const std::uintptr_t bytes = in.size() * sizeof(T);
   if (a != b && a < b + bytes && b < a + bytes)
