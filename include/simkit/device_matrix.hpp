@@ -43,6 +43,9 @@ class DeviceMatrix {
 void synchronize(const Context& ctx);
 
 extern template class DeviceMatrix<float>;
+extern template class DeviceMatrix<double>;
+extern template class DeviceMatrix<int32_t>;
 extern template class DeviceMatrix<int64_t>;
+extern template class DeviceMatrix<uint8_t>;
 
 }  // namespace simkit

@@ -1,5 +1,6 @@
 #pragma once
 // Everything public, in one include.
+#include <simkit/array.hpp>
 #include <simkit/context.hpp>
 #include <simkit/device_matrix.hpp>
 #include <simkit/error.hpp>
@@ -9,3 +10,4 @@
 #include <simkit/matrix.hpp>
 #include <simkit/metric.hpp>
 #include <simkit/pairwise.hpp>
+#include <simkit/primitives.hpp>

@@ -2,6 +2,7 @@
 #include <simkit/error.hpp>
 
 #include "backend.hpp"
+#include "primitives_backend.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -29,6 +30,11 @@ IfgtFinal gauss_ifgt(const Context&, MatrixView<const float>, const double*, Mat
 IfgtSample ifgt_sample(const Context&, MatrixView<const float>, MatrixView<const float>) { refuse(); }
 bool all_finite_on_device(const Context&, MatrixView<const float>) { refuse(); }
 const char* compiled_architectures() noexcept { return ""; }
+void scan(const Context&, const ScanArgs&) { refuse(); }
+void spmv(const Context&, const SpmvArgs&) { refuse(); }
+void merge(const Context&, const MergeArgs&) { refuse(); }
+void sort(const Context&, const SortArgs&) { refuse(); }
+void select_k(const Context&, const SelectKArgs&) { refuse(); }
 
 }  // namespace simkit::detail::cuda
 
@@ -57,5 +63,7 @@ void DeviceMatrix<T>::copy_to_host(MatrixView<T>) const {
 template class DeviceMatrix<float>;
 template class DeviceMatrix<int64_t>;
 template class DeviceMatrix<double>;
+template class DeviceMatrix<int32_t>;
+template class DeviceMatrix<uint8_t>;
 void synchronize(const Context&) {}
 }  // namespace simkit

@@ -1,8 +1,13 @@
 #include "cpu/parallel.hpp"
 
+#include <atomic>
+#include <exception>
+#include <functional>
 #include <mutex>
 
 #include <cblas.h>
+
+#include <simkit/detail/scan_custom.hpp>
 
 namespace simkit::detail::cpu {
 
@@ -36,3 +41,34 @@ BlasSerialScope::~BlasSerialScope() {
 }
 
 }  // namespace simkit::detail::cpu
+
+namespace simkit::detail {
+
+// Equal-sized pieces (the primitives cut their work so), so a static schedule: no per-piece
+// hand-out cost, and neighbouring pieces stay on one thread.
+void cpu_parallel_for(const Context& ctx, int64_t count, const std::function<void(int64_t)>& body) {
+  if (count <= 0) return;
+  const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cpu::cpu_threads(ctx), count)));
+  if (team == 1) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+#pragma omp parallel for schedule(static) num_threads(team)
+  for (int64_t i = 0; i < count; ++i) {
+    if (failed.load(std::memory_order_relaxed)) continue;
+    try {
+      body(i);
+    } catch (...) {
+#pragma omp critical(simkit_cpu_parallel_for_error)
+      {
+        if (!error) error = std::current_exception();
+      }
+      failed.store(true, std::memory_order_relaxed);
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace simkit::detail

@@ -5,8 +5,9 @@
 
 namespace simkit::detail::cpu {
 
-void TopK::reset(int64_t keep, int64_t offers) {
+void TopK::reset(int64_t keep, int64_t offers, bool skip_nan) {
   keep_ = keep;
+  skip_nan_ = skip_nan;
   // Room for keep_ + max(keep_, 64) pairs: enough slack that a prune pays for itself, and never
   // more than can be offered (then no prune happens at all).
   capacity_ = std::max(keep, std::min(offers, keep + std::max<int64_t>(keep, 64)));
@@ -18,8 +19,11 @@ void TopK::reset(int64_t keep, int64_t offers) {
 }
 
 void TopK::consider(float key, int64_t id) {
-  // A NaN (only reachable through float overflow in the product) ranks with +inf: last.
-  if (std::isnan(key)) key = std::numeric_limits<float>::infinity();
+  // A NaN (in k-NN only reachable through float overflow in the product) ranks with +inf: last.
+  if (std::isnan(key)) {
+    if (skip_nan_) return;
+    key = std::numeric_limits<float>::infinity();
+  }
   if (!(key < bound_key_ || (key == bound_key_ && id < bound_id_))) return;
   buf_.push_back({key, id});
   const auto size = static_cast<int64_t>(buf_.size());

@@ -35,14 +35,16 @@ inline bool ranks_before(const Candidate& a, const Candidate& b) noexcept {
 class TopK {
  public:
   /// Starts a new selection of the best `keep` pairs out of at most `offers` offered ones.
-  void reset(int64_t keep, int64_t offers);
+  /// A NaN key ranks last (k-NN: only float overflow makes one), or with skip_nan is never
+  /// kept (select_k: NaN is not a value to select).
+  void reset(int64_t keep, int64_t offers, bool skip_nan = false);
 
   /// Offers values[j] with id first_id + j for j < count; with Negate the key is -values[j].
   template <bool Negate>
   void offer(const float* values, int64_t count, int64_t first_id);
 
-  /// The best min(keep, offered) pairs in no particular order; the selection is spent until
-  /// the next reset, and the caller may reorder the returned buffer.
+  /// The best min(keep, offered) pairs (NaNs not counted with skip_nan) in no particular order; the selection is spent
+  /// until the next reset, and the caller may reorder the returned buffer.
   std::vector<Candidate>& best();
 
  private:
@@ -52,6 +54,7 @@ class TopK {
   std::vector<Candidate> buf_;
   int64_t keep_ = 0, capacity_ = 0;
   bool bounded_ = false;
+  bool skip_nan_ = false;
   // Nothing ranking at or after (bound_key_, bound_id_) can enter the best keep_.
   float bound_key_ = std::numeric_limits<float>::infinity();
   int64_t bound_id_ = std::numeric_limits<int64_t>::max();

@@ -172,6 +172,8 @@ void DeviceMatrix<T>::copy_to_host(MatrixView<T> host) const {
 template class DeviceMatrix<float>;
 template class DeviceMatrix<int64_t>;
 template class DeviceMatrix<double>;
+template class DeviceMatrix<int32_t>;
+template class DeviceMatrix<uint8_t>;
 
 void synchronize(const Context& ctx) {
   if (ctx.device == Device::cpu) return;

@@ -133,7 +133,9 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
                s0);
       q_use = dst;
     }
-    fill_empty(state_k, state_i, mb * C, s0);
+    // The same running lists as the public select_k (select_rows.cpp), fed tile by tile.
+    const TopKLists lists{state_k, state_i, C, int(kc), int(mb)};
+    lists.reset(s0);
 
     for (int64_t t = 0; t < tiles; ++t) {
       const int slot = int(t & 1);
@@ -172,8 +174,7 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
       check_cuda(cudaEventRecord(computed[slot], s0), "cudaEventRecord");
 
       check_cuda(cudaStreamWaitEvent(s1, computed[slot], 0), "cudaStreamWaitEvent");
-      SelectArgs a{tile[slot], p.ldt, int(mb), int(nb), aux, j0, state_k, state_i, int(kc)};
-      select_tile(C, mode, a, s1);
+      lists.add_tile(tile[slot], p.ldt, int(nb), mode, aux, j0, s1);
       check_cuda(cudaEventRecord(selected[slot], s1), "cudaEventRecord");
       if (ctx.progress) ctx.progress(double(batch * tiles + t + 1) / double(batches * tiles + 1));
     }
@@ -213,7 +214,7 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
     const float sign = larger_is_better(metric) ? -1.f : 1.f;
     float* v_out = values.where == Memory::device ? vals_dst : out_v;
     int64_t* i_out = ids.where == Memory::device ? ids_dst : out_i;
-    sort_output(state_k, state_i, C, mb, kc, k, sign, v_out, i_out, s0);
+    lists.finish(k, sign, v_out, i_out, s0);
     if (values.where == Memory::host)
       check_cuda(cudaMemcpyAsync(vals_dst, out_v, size_t(mb) * k * 4, cudaMemcpyDeviceToHost, s0), "cudaMemcpyAsync");
     if (ids.where == Memory::host)

@@ -57,8 +57,9 @@ __global__ void __launch_bounds__(kSortBlock)
   __syncthreads();
   bitonic_sort<kSortBlock>(sk, si, P, int(threadIdx.x));
   for (int i = threadIdx.x; i < k; i += kSortBlock) {
-    out_values[r * k + i] = sign * sk[i];
-    out_ids[r * k + i] = si[i];
+    const bool empty = si[i] == kNoId;
+    out_values[r * k + i] = empty ? __int_as_float(0x7fc00000) : sign * sk[i];  // NaN
+    out_ids[r * k + i] = empty ? -1 : si[i];
   }
 }
 

@@ -6,6 +6,7 @@
 #include <simkit/error.hpp>
 
 #include "check.hpp"
+#include "rows.hpp"
 #include "select_k.cuh"
 
 namespace simkit::detail::cuda {
@@ -54,7 +55,10 @@ void select_tile(int capacity, KeyMode mode, const SelectArgs& args, cudaStream_
     case KeyMode::plain: return dispatch<KeyMode::plain>(capacity, args, stream);
     case KeyMode::add_aux: return dispatch<KeyMode::add_aux>(capacity, args, stream);
     case KeyMode::mul_aux: return dispatch<KeyMode::mul_aux>(capacity, args, stream);
+    case KeyMode::negate: return dispatch<KeyMode::negate>(capacity, args, stream);
   }
 }
+
+void TopKLists::reset(cudaStream_t stream) const { fill_empty(keys, ids, int64_t(rows) * capacity, stream); }
 
 }  // namespace simkit::detail::cuda

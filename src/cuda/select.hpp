@@ -13,13 +13,14 @@ namespace simkit::detail::cuda {
 constexpr int64_t kMaxListCapacity = 2048;
 
 /// How the selection turns a tile score into a key (smaller is better): as is, plus the
-/// column's aux value (|x|^2 for l2), or times it (1 / |x| for cosine).
-enum class KeyMode { plain, add_aux, mul_aux };
+/// column's aux value (|x|^2 for l2), times it (1 / |x| for cosine), or negated (select_k of
+/// the largest values).
+enum class KeyMode { plain, add_aux, mul_aux, negate };
 
 /// One tile for the selection kernel (select_k.cuh).
 struct SelectArgs {
   const float* tile;
-  int64_t ldt;  // multiple of 4, so every row is 16-byte aligned
+  int64_t ldt;  // row stride; rows need not be 16-byte aligned (select_k's are not) unless aux is used
   int rows;
   int cols;
   const float* aux;  // per column, 16-byte aligned at column 0; unused for KeyMode::plain
@@ -42,8 +43,29 @@ void rescore_sq(const float* Q, int64_t ldq, const float* X, int64_t ldx, int64_
                 cudaStream_t stream);
 
 /// Sorts each row's first kc (key, id) pairs by (key, id) and writes the best k as
-/// values = sign * key and ids, row-major with stride k. kc <= kMaxListCapacity.
+/// values = sign * key and ids, row-major with stride k. kc <= kMaxListCapacity. A slot never
+/// filled (fewer than k candidates were offered: NaNs are never taken) comes out as (NaN, -1).
 void sort_output(const float* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k, float sign,
                  float* out_values, int64_t* out_ids, cudaStream_t stream);
+
+/// Running top-k lists of a batch of rows in device memory: what select_k and k-NN select with.
+/// reset, then add_tile for every tile of columns (ids id0, id0 + 1, ...), then finish.
+struct TopKLists {
+  float* keys;   // rows x capacity
+  int64_t* ids;  // rows x capacity
+  int capacity;  // select_capacity(kc)
+  int kc;        // the selection keeps the best kc
+  int rows;
+
+  void reset(cudaStream_t stream) const;
+  void add_tile(const float* tile, int64_t ldt, int cols, KeyMode mode, const float* aux, int64_t id0,
+                cudaStream_t stream) const {
+    select_tile(capacity, mode, SelectArgs{tile, ldt, rows, cols, aux, id0, keys, ids, kc}, stream);
+  }
+  /// The best k (<= kc) of each row, sorted, as sign * key.
+  void finish(int64_t k, float sign, float* out_values, int64_t* out_ids, cudaStream_t stream) const {
+    sort_output(keys, ids, capacity, rows, kc, k, sign, out_values, out_ids, stream);
+  }
+};
 
 }  // namespace simkit::detail::cuda

@@ -19,6 +19,10 @@
 //
 // Teams: a warp per query for C <= 128 (four queries per block), a 256-thread block per query
 // for larger C, where the buffer and the merges need more hands.
+//
+// Rows need not start on a 16-byte boundary (select_k's input rows are cols floats apart): a
+// row is read from the aligned address at or before its start, and the up to 3 columns before
+// it count as absent. With aux (k-NN's l2 and cosine) the tile is aligned, and so is aux.
 
 #include <cuda_runtime.h>
 
@@ -47,6 +51,8 @@ __device__ __forceinline__ float make_key(float score, float aux) {
     return score + aux;
   else if constexpr (MODE == KeyMode::mul_aux)
     return score * aux;
+  else if constexpr (MODE == KeyMode::negate)
+    return -score;
   else
     return score;
 }
@@ -97,16 +103,21 @@ __global__ void __launch_bounds__(SelectShape<C>::THREADS) select_merge_kernel(S
     }
   };
 
+  constexpr bool kAux = MODE == KeyMode::add_aux || MODE == KeyMode::mul_aux;
   const float* row = a.tile + int64_t(r) * a.ldt;
-  for (int g0 = 0; g0 < a.cols; g0 += G) {
+  // Column c sits at position c + shift of the aligned `start`.
+  const int shift = kAux ? 0 : int((reinterpret_cast<uintptr_t>(row) / sizeof(float)) & 3);
+  const float* start = row - shift;
+  const int span = a.cols + shift;
+  for (int g0 = 0; g0 < span; g0 += G) {
     float key[U][4];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int j = g0 + (u * TEAM + tid) * 4;
-      if (j + 3 < a.cols) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(row + j));
+      const int j = g0 + (u * TEAM + tid) * 4;  // position in start
+      if (j >= shift && j + 3 < span) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(start + j));
         float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-        if constexpr (MODE != KeyMode::plain) x = __ldg(reinterpret_cast<const float4*>(a.aux + j));
+        if constexpr (kAux) x = __ldg(reinterpret_cast<const float4*>(a.aux + j));
         key[u][0] = make_key<MODE>(v.x, x.x);
         key[u][1] = make_key<MODE>(v.y, x.y);
         key[u][2] = make_key<MODE>(v.z, x.z);
@@ -114,9 +125,11 @@ __global__ void __launch_bounds__(SelectShape<C>::THREADS) select_merge_kernel(S
       } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
+          const int c = j + e - shift;
+          const bool in_row = c >= 0 && c < a.cols;
           float x = 0.f;
-          if constexpr (MODE != KeyMode::plain) x = j + e < a.cols ? a.aux[j + e] : 0.f;
-          key[u][e] = j + e < a.cols ? make_key<MODE>(row[j + e], x) : kInf;
+          if constexpr (kAux) x = in_row ? a.aux[c] : 0.f;
+          key[u][e] = in_row ? make_key<MODE>(row[c], x) : kInf;
         }
       }
     }
@@ -125,8 +138,8 @@ __global__ void __launch_bounds__(SelectShape<C>::THREADS) select_merge_kernel(S
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int j = g0 + (u * TEAM + tid) * 4 + e;
-        if (j < a.cols && before(key[u][e], a.id0 + j, thr_k, thr_i)) pass |= 1u << (u * 4 + e);
+        const int c = g0 + (u * TEAM + tid) * 4 + e - shift;
+        if (c >= 0 && c < a.cols && before(key[u][e], a.id0 + c, thr_k, thr_i)) pass |= 1u << (u * 4 + e);
       }
     if (__any_sync(0xffffffffu, pass != 0)) {
 #pragma unroll
@@ -148,7 +161,7 @@ __global__ void __launch_bounds__(SelectShape<C>::THREADS) select_merge_kernel(S
           const int slot = at + __popc(mask & ((1u << lane) - 1u));
           const int u = q / 4, e = q % 4;
           bk[slot] = key[u][e];
-          bi[slot] = a.id0 + g0 + (u * TEAM + tid) * 4 + e;
+          bi[slot] = a.id0 + g0 + (u * TEAM + tid) * 4 + e - shift;
         }
       }
     }

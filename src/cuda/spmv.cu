@@ -1,0 +1,219 @@
+// CSR y = A x on the GPU, load-balanced by merge path (Merrill and Garland, "Merge-based
+// Parallel Sparse Matrix-Vector Multiplication", 2016), deterministic.
+//
+// The work is the merge of the row ends (offsets[1..rows]) with the non-zero indices 0..nnz-1:
+// rows + nnz items, cut in tiles of TILE and then in ITEMS per thread, so every thread gets the
+// same number of (row ends + non-zeros) however the rows are shaped; a row of 1M entries is
+// shared by ~1M / ITEMS threads, a run of empty rows costs one item each.
+//
+// Per tile (one block): two warps find the tile's ends on the merge path; the block loads the
+// tile's row ends and the products values[j] * x[col[j]] (in double: exact for float inputs)
+// into shared memory, checking every column index and offset on the way; each thread walks its
+// ITEMS items, writing y for every row it both starts and ends. What crosses a thread boundary
+// is combined by a block-wide reduce-by-row scan of the threads' open-row partials; what
+// crosses a tile boundary leaves as (row, partial) records: the tile's carry-out (the row open
+// at its end) and its fix (its first row, begun in an earlier tile, closed here). One block
+// then folds the records in tile order and writes the fixed rows. Every sum is in double and
+// in a fixed order, so y is the same for the same input, bit for bit.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "check.hpp"
+#include "core/merge_path.hpp"
+#include "prim_launch.hpp"
+#include "prim_warp.cuh"
+
+namespace simkit::detail::cuda {
+
+namespace {
+
+/// 256 threads x 8 items. A first choice (Merrill uses 7 on Pascal); to be measured.
+constexpr int kThreads = 256;
+constexpr int kItems = 8;
+constexpr int kTile = kThreads * kItems;
+
+/// A partial sum of one row; row -1 is "nothing" (the two-sided identity of the reduce-by-row).
+struct Partial {
+  int64_t row;
+  double value;
+};
+
+/// Reduce-by-row: a later partial of the same row adds on, a later row replaces.
+struct ByRow {
+  __device__ Partial operator()(Partial a, Partial b) const {
+    if (b.row < 0) return a;
+    if (a.row < 0) return b;
+    return {b.row, a.row == b.row ? a.value + b.value : b.value};
+  }
+};
+
+template <class V, class I>
+struct SpmvParams {
+  const I* off;
+  const I* col;
+  const V* val;
+  const V* x;
+  V* y;
+  int64_t rows, cols, nnz;
+  Partial* carry;  // per tile
+  Partial* fix;    // per tile
+  int* error;
+};
+
+template <class V, class I>
+__global__ void __launch_bounds__(kThreads) spmv_tiles(SpmvParams<V, I> p) {
+  // The tile's row ends (integers) first, then its products (doubles): kTile 8-byte slots.
+  __shared__ __align__(8) unsigned char s_raw[kTile * 8];
+  __shared__ int64_t s_split[2];
+  __shared__ Partial s_warp_totals[kThreads / 32];
+  __shared__ Partial s_fix;
+  int64_t* s_row_end = reinterpret_cast<int64_t*>(s_raw);
+  double* s_buf = reinterpret_cast<double*>(s_raw);
+
+  const int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32);
+  const int64_t tile = blockIdx.x, total = p.rows + p.nnz;
+  const int64_t d0 = tile * kTile, d1 = d0 + kTile < total ? d0 + kTile : total;
+  auto row_end = [&](int64_t i) { return int64_t(p.off[i + 1]); };
+  auto index = [](int64_t j) { return j; };
+  auto less = [](int64_t u, int64_t v) { return u < v; };
+  if (warp < 2) {
+    const int64_t split = warp_merge_path_split(warp == 0 ? d0 : d1, p.rows, p.nnz, row_end, index, less, lane);
+    if (lane == 0) s_split[warp] = split;
+  }
+  if (threadIdx.x == 0) s_fix = {-1, 0.0};
+  __syncthreads();
+  const int64_t i0 = s_split[0], i1 = s_split[1], j0 = d0 - i0, j1 = d1 - i1;
+  if (i1 < i0 || j1 < j0 || (i1 - i0) + (j1 - j0) > kTile) {  // only with offsets out of order
+    if (threadIdx.x == 0) {
+      atomicOr(p.error, 2);
+      p.carry[tile] = {-1, 0.0};
+      p.fix[tile] = {-1, 0.0};
+    }
+    return;
+  }
+  const int nrows = int(i1 - i0), nz = int(j1 - j0);
+  int bad = 0;
+  for (int k = int(threadIdx.x); k < nrows; k += kThreads) {
+    const int64_t end = p.off[i0 + k + 1], start = p.off[i0 + k];
+    if (start > end || end > p.nnz || start < 0) bad |= 2;
+    s_row_end[k] = end;
+  }
+  for (int k = int(threadIdx.x); k < nz; k += kThreads) {
+    const int64_t c = p.col[j0 + k];
+    double prod = 0.0;
+    if (c < 0 || c >= p.cols)
+      bad |= 1;
+    else
+      prod = double(p.val[j0 + k]) * double(p.x[c]);
+    s_buf[nrows + k] = prod;
+  }
+  if (threadIdx.x == 0 && ((tile == 0 && p.off[0] != 0) || (d1 == total && int64_t(p.off[p.rows]) != p.nnz))) bad |= 2;
+  if (bad) atomicOr(p.error, bad);
+  // Does the tile's first row hold non-zeros before the tile (then its sum is finished later)?
+  const bool first_begun_before = i0 < p.rows && int64_t(p.off[i0]) < j0;
+  __syncthreads();
+
+  const int count = nrows + nz;
+  const int t0 = int(threadIdx.x) * kItems < count ? int(threadIdx.x) * kItems : count;
+  const int t1 = t0 + kItems < count ? t0 + kItems : count;
+  auto end_at = [&](int64_t k) { return s_row_end[k]; };
+  auto nz_at = [&](int64_t k) { return j0 + k; };
+  int ti = int(merge_path_split(t0, nrows, nz, end_at, nz_at, less)), tj = t0 - ti;
+  const int ti_end = int(merge_path_split(t1, nrows, nz, end_at, nz_at, less)), tj_end = t1 - ti_end;
+  const int64_t first_row = i0 + ti;
+  bool closed_first = false;
+  double head = 0.0, acc = 0.0;
+  while (ti < ti_end || tj < tj_end) {
+    if (ti < ti_end && (tj == tj_end || s_row_end[ti] <= j0 + tj)) {
+      if (!closed_first && i0 + ti == first_row) {
+        head = acc;  // may continue a row from earlier threads or tiles: settled below
+        closed_first = true;
+      } else {
+        p.y[i0 + ti] = V(acc);
+      }
+      acc = 0.0;
+      ++ti;
+    } else {
+      acc += s_buf[nrows + tj];
+      ++tj;
+    }
+  }
+  const Partial tail{i0 + ti, acc};  // the row open where this thread stops
+  Partial before, all;
+  block_exclusive_scan<kThreads>(tail, ByRow{}, Partial{-1, 0.0}, before, all, s_warp_totals);
+  if (closed_first) {
+    const double sum = head + (before.row == first_row ? before.value : 0.0);
+    if (first_row == i0 && first_begun_before)
+      s_fix = {first_row, sum};
+    else
+      p.y[first_row] = V(sum);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    p.carry[tile] = all.row < 0 ? Partial{i1, 0.0} : all;
+    p.fix[tile] = s_fix;
+  }
+}
+
+/// One block folds the tiles' carries in tile order (reduce-by-row) and settles every fix:
+/// y[row] = fix + the carries of the same row from the tiles just before.
+template <class V>
+__global__ void __launch_bounds__(1024) spmv_fixup(const Partial* carry, const Partial* fix, int64_t tiles, V* y) {
+  constexpr int kPer = 8;
+  __shared__ Partial s_warp_totals[32];
+  Partial running{-1, 0.0};
+  for (int64_t c0 = 0; c0 < tiles; c0 += 1024 * kPer) {
+    const int64_t first = c0 + int64_t(threadIdx.x) * kPer;
+    Partial mine{-1, 0.0};
+    for (int k = 0; k < kPer && first + k < tiles; ++k) mine = ByRow{}(mine, carry[first + k]);
+    Partial before, all;
+    block_exclusive_scan<1024>(mine, ByRow{}, Partial{-1, 0.0}, before, all, s_warp_totals);
+    Partial seen = ByRow{}(running, before);
+    for (int k = 0; k < kPer && first + k < tiles; ++k) {
+      const Partial f = fix[first + k];
+      if (f.row >= 0) y[f.row] = V(f.value + (seen.row == f.row ? seen.value : 0.0));
+      seen = ByRow{}(seen, carry[first + k]);
+    }
+    running = ByRow{}(running, all);
+  }
+}
+
+template <class V, class I>
+void run_spmv(const I* off, const I* col, const V* val, const V* x, V* y, int64_t rows, int64_t cols, int64_t nnz,
+              void* scratch, int* error, cudaStream_t s) {
+  const int64_t tiles = (rows + nnz + kTile - 1) / kTile;
+  Partial* carry = static_cast<Partial*>(scratch);
+  Partial* fix = carry + tiles;
+  SpmvParams<V, I> p{off, col, val, x, y, rows, cols, nnz, carry, fix, error};
+  spmv_tiles<V, I><<<unsigned(tiles), kThreads, 0, s>>>(p);
+  check_launch("spmv_tiles");
+  spmv_fixup<V><<<1, 1024, 0, s>>>(carry, fix, tiles, y);
+  check_launch("spmv_fixup");
+}
+
+}  // namespace
+
+size_t spmv_scratch_bytes(int64_t rows, int64_t nnz) {
+  const int64_t tiles = (rows + nnz + kTile - 1) / kTile;
+  return size_t(2 * tiles) * sizeof(Partial);
+}
+
+void launch_spmv(Dtype value, Dtype index, const void* offsets, const void* indices, const void* values, const void* x,
+                 void* y, int64_t rows, int64_t cols, int64_t nnz, void* scratch, int* error, cudaStream_t stream) {
+  if (rows == 0) return;
+  const bool wide = index == Dtype::i64;
+  auto go = [&](auto v, auto i) {
+    using V = decltype(v);
+    using I = decltype(i);
+    run_spmv<V, I>(static_cast<const I*>(offsets), static_cast<const I*>(indices), static_cast<const V*>(values),
+                   static_cast<const V*>(x), static_cast<V*>(y), rows, cols, nnz, scratch, error, stream);
+  };
+  if (value == Dtype::f64)
+    wide ? go(double{}, int64_t{}) : go(double{}, int32_t{});
+  else
+    wide ? go(float{}, int64_t{}) : go(float{}, int32_t{});
+}
+
+}  // namespace simkit::detail::cuda
