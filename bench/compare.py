@@ -26,7 +26,7 @@ import sys
 KEY = ("suite", "metric", "m", "n", "d", "k")
 REQUIRED = ("suite", "case", "metric", "m", "n", "d", "k", "device", "median_ms", "gflops",
             "pct_peak", "error", "check")
-PEER_DEVICES = {"torch"}
+PEER_DEVICES = {"torch", "cub", "cub-radix", "cusparse", "std-par"}
 
 
 def read_rows(paths):
@@ -112,8 +112,38 @@ def git_commit(args):
     return "unknown"
 
 
+def build_primitives_table(rows):
+    """`simkit bench primitives`: every simkit row with each peer of the same key below it (CUB,
+    cuSPARSE and std::execution::par come in simkit's own CSV; torch from torch_primitives.py).
+    vs peer = peer time / simkit time (above 1: simkit is faster)."""
+    prim = [r for r in rows if r["suite"] == "primitives"]
+    peers = {}
+    for r in prim:
+        if r["device"].strip() in PEER_DEVICES:
+            peers.setdefault(key_of(r), []).append(r)
+    lines = ["| case | size | who | ms | rate | % bandwidth | vs peer | error | check |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in prim:
+        if r["device"].strip() in PEER_DEVICES:
+            continue
+        unit = "Gkeys/s" if r["case"] in ("sort", "sortpairs") else "GB/s"
+        size = f"{r['m']}×{r['n']}, k={r['k']}" if r["case"] == "select" else (
+            f"{r['m']} rows, {r['n']} nnz" if r["case"] == "spmv" else r["n"])
+        ms = number(r["median_ms"])
+        for who in [r] + peers.get(key_of(r), []):
+            peer_ms = number(who["median_ms"])
+            ratio = peer_ms / ms if who is not r and ms and peer_ms is not None else None
+            lines.append("| " + " | ".join([
+                r["metric"] if who is r else "", size if who is r else "", who["device"], fmt(peer_ms, ".3f"),
+                f"{fmt(number(who['gflops']), '.1f')} {unit}", fmt(number(who["pct_peak"]), ".1f", ""),
+                fmt(ratio, ".2f") + ("×" if ratio is not None else ""), who["error"], who["check"],
+            ]) + " |")
+    return lines if len(lines) > 2 else []
+
+
 def build_table(rows):
     suite_rank = {"pairwise": 0, "knn": 1}
+    rows = [r for r in rows if r["suite"] != "primitives"]
     ours = [r for r in rows if r["device"].strip() not in PEER_DEVICES]
     ours.sort(key=lambda r: suite_rank.get(r["suite"], 2))  # stable: file order within a suite
     peers = {}
@@ -177,18 +207,26 @@ def main(argv=None):
     args.csv = present
     rows = read_rows(present)
     lines, ratios = build_table(rows)
+    prim_lines = build_primitives_table(rows)
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    doc = [f"# simkit vs PyTorch — {device_name(args)}", "",
-           f"{date}, commit {git_commit(args)}. Median times of at least 10 runs; fp32 with TF32 off for "
-           "both; inputs and outputs resident on the device for both. ratio = simkit ms / torch ms "
-           "(below 1: simkit is faster). GFLOP/s = 2·m·n·d / time; % FP32 peak against the device's "
-           "FP32 FMA rate. Error: max error vs float64 (l2 relative); knn: recall@k on sampled queries.",
-           ""] + lines
+    doc = [f"# simkit vs its peers — {device_name(args)}", "", f"{date}, commit {git_commit(args)}.", ""]
+    if ratios or len(lines) > 2:
+        doc += ["Median times of at least 10 runs; fp32 with TF32 off for "
+                "both; inputs and outputs resident on the device for both. ratio = simkit ms / torch ms "
+                "(below 1: simkit is faster). GFLOP/s = 2·m·n·d / time; % FP32 peak against the device's "
+                "FP32 FMA rate. Error: max error vs float64 (l2 relative); knn: recall@k on sampled queries.",
+                ""] + lines
     gm = geometric_mean(ratios)
     if gm is not None:
         doc += ["", f"Geometric mean of the GPU ratios: {gm:.2f} over {len(ratios)} cases "
                 f"(simkit {'faster' if gm < 1 else 'slower'}: {1 / gm if gm < 1 else gm:.2f}×)."]
+    if prim_lines:
+        doc += ["", "## Primitives", "",
+                "Median times; rate = bytes read once + written once / time (sorts: keys / time), % of the "
+                "memory bandwidth; vs peer = peer ms / simkit ms (above 1: simkit is faster); error = "
+                "mismatches (spmv: max |y − Ax| / Σ|a·x| vs float64; float scan: relative to the running sum).",
+                ""] + prim_lines
     text = "\n".join(doc) + "\n"
 
     if args.out:

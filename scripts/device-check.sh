@@ -8,7 +8,9 @@
 # Environment: SANITIZER=0 skips compute-sanitizer; SANITIZER_TESTS (names of test executables,
 # default every test_gpu_*: the ones whose kernels changed), SANITIZER_FILTER (a --gtest_filter)
 # and SANITIZER_TIMEOUT (seconds per run) bound it; BENCH_SUITES picks the suites, GAUSS_CASES
-# and TORCH_GAUSS_ARGS the gauss cases (and arguments) of each side; SIMKIT_COMMIT names the commit in the table.
+# and TORCH_GAUSS_ARGS the gauss cases (and arguments) of each side, PRIM_ARGS and TORCH_PRIM_ARGS
+# extra arguments of `simkit bench primitives` and its PyTorch peer; SIMKIT_COMMIT names the
+# commit in the table.
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
 # needs (OpenBLAS, CLI11, GoogleTest) travel unpacked in .deps/root (scripts/fetch-device-deps.sh
@@ -87,9 +89,9 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
-  # BENCH_SUITES picks the suites (default: all three). Each side's CSVs are merged into one
+  # BENCH_SUITES picks the suites (default: all four). Each side's CSVs are merged into one
   # file, simkit.csv and torch.csv, to stay within what comes back from the device.
-  suites=${BENCH_SUITES:-pairwise knn gauss}
+  suites=${BENCH_SUITES:-pairwise knn gauss primitives}
   csv=/tmp/simkit-csv && rm -rf "$csv" && mkdir -p "$csv"
   cli="$build/apps/cli/simkit"
   for suite in $suites; do
@@ -97,12 +99,16 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     log "simkit bench $suite"
     extra=()
     if [ "$suite" = gauss ] && [ -n "${GAUSS_CASES:-}" ]; then extra=(--cases "$GAUSS_CASES"); fi
+    if [ "$suite" = primitives ] && [ -n "${PRIM_ARGS:-}" ]; then read -ra extra <<<"$PRIM_ARGS"; fi
     "$cli" bench "$suite" --device gpu "${extra[@]}" --csv "$csv/simkit_$suite.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
     log "PyTorch peer: $suite"
     peer="$root/bench/peers/torch_peers.py"; args=(--suites "$suite")
     if [ "$suite" = gauss ]; then
       peer="$root/bench/peers/torch_gauss.py"; args=()
       if [ -n "${TORCH_GAUSS_ARGS:-}" ]; then read -ra args <<<"$TORCH_GAUSS_ARGS"; fi
+    elif [ "$suite" = primitives ]; then
+      peer="$root/bench/peers/torch_primitives.py"; args=()
+      if [ -n "${TORCH_PRIM_ARGS:-}" ]; then read -ra args <<<"$TORCH_PRIM_ARGS"; fi
     fi
     if [ -f "$peer" ]; then
       PYTHONUNBUFFERED=1 python3 "$peer" "${args[@]}" --csv "$csv/torch_$suite.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1

@@ -1,6 +1,6 @@
-// `simkit bench pairwise` and `simkit bench knn`: the command line, the shared set-up (device,
-// run counts, header) and the CSV writer. The suites themselves are in bench_pairwise.cpp and
-// bench_knn.cpp; the device-free logic in bench_harness.hpp.
+// `simkit bench pairwise | knn | gauss | primitives`: the command line, the shared set-up (device,
+// run counts, header) and the CSV writer. The suites themselves are in bench_<suite>.cpp; the device-free logic in
+// bench_harness.hpp.
 
 #include <cstdio>
 #include <fstream>
@@ -17,8 +17,6 @@
 
 namespace simkit::cli {
 namespace bench {
-
-void run_gauss_suite(const Options& options);  // bench_gauss.cpp
 
 Setup prepare(const Options& o, const char* suite, int gpu_repeat, int cpu_repeat, int gpu_warmup, int cpu_warmup) {
   Setup s;
@@ -141,6 +139,35 @@ void add_bench_command(CLI::App& app) {
       "Examples:\n  simkit bench gauss --device gpu --csv gauss.csv\n"
       "  simkit bench gauss --device cpu --cases seedifgt   # the seed's CPU tables, every target");
   gauss_cmd->callback([ga] { bench::run_gauss_suite(*ga); });
+
+  auto pr = std::make_shared<bench::Options>();
+  pr->cases = "scan,merge,sort,sortpairs,spmv,select";
+  auto* prim_cmd = bench_cmd->add_subcommand(
+      "primitives",
+      "scan, merge, merge sort, CSR SpMV and select_k beside CUB / cuSPARSE (GPU) or std::execution::par (CPU), "
+      "same run; every result checked");
+  add_common_options(prim_cmd, *pr, "timed runs (default 20 on the GPU, 5 on the CPU; at least 10 on the GPU)",
+                     "untimed runs before the timed ones (default 3 on the GPU, 1 on the CPU)");
+  prim_cmd
+      ->add_option("--cases", pr->cases,
+                   "which primitives: scan (int32, float), merge, sort, sortpairs (int32 keys, int32 values), spmv "
+                   "(power-law, 1M rows, 20M non-zeros, one row of 1M), select (k = 10, 100 of 10,000 x 1M on the "
+                   "GPU, 1,000 x 100,000 on the CPU) (comma-separated)")
+      ->capture_default_str();
+  prim_cmd->add_option("--sizes", pr->sizes,
+                       "element counts as powers of two for scan, merge and sort (default 20,24,27 on the GPU, "
+                       "20,24 on the CPU, 16 with --quick)");
+  prim_cmd
+      ->add_option("--inputs", pr->inputs,
+                   "merge and sort inputs: random, sorted, reverse (merge: interleaved halves, or all of one half "
+                   "below the other)")
+      ->capture_default_str();
+  prim_cmd->footer(
+      "Examples:\n  simkit bench primitives --device gpu --csv primitives.csv\n"
+      "  simkit bench primitives --device gpu --cases scan,merge,sort --sizes 27 --inputs random\n"
+      "  python3 bench/peers/torch_primitives.py --csv torch.csv   # torch.topk etc. on the same GPU\n"
+      "  python3 bench/compare.py primitives.csv torch.csv");
+  prim_cmd->callback([pr] { bench::run_primitives_suite(*pr); });
 }
 
 }  // namespace simkit::cli

@@ -34,8 +34,6 @@
 
 namespace simkit::cli::bench {
 
-void run_gauss_suite(const Options& options);
-
 namespace {
 
 constexpr int64_t kSample = 4096;          // targets checked against float64

@@ -39,10 +39,14 @@ struct Options {
   // knn only
   std::string cases = "128,768";
   int64_t queries = 0;  // 0: the case's (or the CPU default's) query count
+  // primitives only
+  std::string sizes, inputs = "random,sorted,reverse";
 };
 
-void run_pairwise_suite(const Options& options);  // bench_pairwise.cpp
-void run_knn_suite(const Options& options);       // bench_knn.cpp
+void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp
+void run_knn_suite(const Options& options);         // bench_knn.cpp
+void run_gauss_suite(const Options& options);       // bench_gauss.cpp
+void run_primitives_suite(const Options& options);  // bench_primitives.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {
@@ -88,6 +92,21 @@ inline std::vector<double> time_runs(const std::function<void()>& fn, int warmup
     fn();
     const auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return ms;
+}
+
+/// As time_runs, with `setup` called untimed before every run (a sort in place needs its
+/// unsorted input back each time).
+inline std::vector<double> time_runs(const std::function<void()>& fn, int warmup, int repeat,
+                                     const std::function<void()>& setup) {
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + repeat; ++i) {
+    setup();
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   return ms;
 }
