@@ -177,7 +177,10 @@ void to_host(void* host, const void* device, size_t bytes) {
   check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
 }
 void device_copy(void* to, const void* from, size_t bytes) {
+  // A device-to-device cudaMemcpy may return before the copy is done, and the peers' streams
+  // do not wait for the default stream: wait here, or a sort may start on a half-copied input.
   check(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 }  // namespace simkit::cli::bench::gpu_peers

@@ -38,7 +38,7 @@ Run cusparse_spmv(int64_t rows, int64_t cols, int64_t nnz, const int32_t* offset
 /// Fills device memory with uniform floats in (0, 1] (cuRAND's Philox generator).
 void fill_uniform(float* device, int64_t n, uint64_t seed);
 
-/// Plain copies, synchronous.
+/// Plain copies; each returns when its copy is complete.
 void to_device(void* device, const void* host, size_t bytes);
 void to_host(void* host, const void* device, size_t bytes);
 void device_copy(void* to, const void* from, size_t bytes);

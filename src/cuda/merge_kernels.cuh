@@ -34,10 +34,20 @@ struct NoValue {};
 
 /// 256 threads x 16 keys (4-byte keys) or x 8 (8-byte): 16 KiB of keys per tile. A first
 /// choice, to be measured against CUB (DeviceMerge, DeviceMergeSort).
+#ifndef SIMKIT_TUNE_MERGE_ITEMS  // a tuning run may build other shapes (scripts/tune-primitives.sh)
+#define SIMKIT_TUNE_MERGE_ITEMS 16
+#endif
+#ifndef SIMKIT_TUNE_MERGE_THREADS
+#define SIMKIT_TUNE_MERGE_THREADS 256
+#endif
+#ifndef SIMKIT_TUNE_SORT_THREADS
+#define SIMKIT_TUNE_SORT_THREADS 512
+#endif
+
 template <class K>
 struct MergeShape {
-  static constexpr int THREADS = 256;
-  static constexpr int ITEMS = sizeof(K) <= 4 ? 16 : 8;
+  static constexpr int THREADS = SIMKIT_TUNE_MERGE_THREADS;
+  static constexpr int ITEMS = sizeof(K) <= 4 ? SIMKIT_TUNE_MERGE_ITEMS : SIMKIT_TUNE_MERGE_ITEMS / 2;
   static constexpr int TILE = THREADS * ITEMS;
   static constexpr int SMEM_KEYS = TILE + TILE / 32;  // padded for the blocked write
 };
@@ -45,7 +55,7 @@ struct MergeShape {
 /// Tiles of two merge tiles, so that the merge sort starts one pass further along.
 template <class K>
 struct SortShape {
-  static constexpr int THREADS = 512;
+  static constexpr int THREADS = SIMKIT_TUNE_SORT_THREADS;
   static constexpr int ITEMS = MergeShape<K>::ITEMS;
   static constexpr int TILE = THREADS * ITEMS;
   static constexpr int SMEM_KEYS = TILE + TILE / 32;
@@ -110,7 +120,20 @@ __global__ void __launch_bounds__(MergeShape<K>::THREADS) merge_tiles(MergeParam
   const int lb = int(b1 - b0 < S::TILE - la ? b1 - b0 : S::TILE - la);
   const int count = la + lb;
 
-  for (int i = int(threadIdx.x); i < count; i += S::THREADS) s_keys[i] = i < la ? a[a0 + i] : b[b0 + i - la];
+  {
+    // Every load first, then every store: ITEMS loads in flight per thread, not one at a time.
+    K staged[S::ITEMS];
+#pragma unroll
+    for (int k = 0; k < S::ITEMS; ++k) {
+      const int i = k * S::THREADS + int(threadIdx.x);
+      if (i < count) staged[k] = i < la ? a[a0 + i] : b[b0 + i - la];
+    }
+#pragma unroll
+    for (int k = 0; k < S::ITEMS; ++k) {
+      const int i = k * S::THREADS + int(threadIdx.x);
+      if (i < count) s_keys[i] = staged[k];
+    }
+  }
   __syncthreads();
 
   K key[S::ITEMS];
@@ -142,11 +165,25 @@ __global__ void __launch_bounds__(MergeShape<K>::THREADS) merge_tiles(MergeParam
   }
   __syncthreads();
   K* out = p.out + out0 + d0;
-  for (int i = int(threadIdx.x); i < count; i += S::THREADS) {
-    out[i] = s_keys[padded(i)];
-    if constexpr (kValues) {
-      const int s = s_src[padded(i)];
-      p.out_values[out0 + d0 + i] = s < la ? av[a0 + s] : bv[b0 + s - la];
+#pragma unroll
+  for (int k = 0; k < S::ITEMS; ++k) {
+    const int i = k * S::THREADS + int(threadIdx.x);
+    if (i < count) out[i] = s_keys[padded(i)];
+  }
+  if constexpr (kValues) {
+    V gathered[S::ITEMS];  // all the gathers in flight before any store
+#pragma unroll
+    for (int k = 0; k < S::ITEMS; ++k) {
+      const int i = k * S::THREADS + int(threadIdx.x);
+      if (i < count) {
+        const int s = s_src[padded(i)];
+        gathered[k] = s < la ? av[a0 + s] : bv[b0 + s - la];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < S::ITEMS; ++k) {
+      const int i = k * S::THREADS + int(threadIdx.x);
+      if (i < count) p.out_values[out0 + d0 + i] = gathered[k];
     }
   }
 }
@@ -168,9 +205,18 @@ __global__ void __launch_bounds__(SortShape<K>::THREADS)
   // (key, position) in tile order; a position >= count is padding and sorts last.
   auto before = [&](K ka, int pa, K kb, int pb) { return pa < count && (pb >= count || less(ka, kb)); };
 
-  for (int i = int(threadIdx.x); i < count; i += S::THREADS) s_keys[padded(i)] = in[base + i];
-  __syncthreads();
   K key[ITEMS];
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {  // all loads in flight, then the stores to shared memory
+    const int i = k * S::THREADS + int(threadIdx.x);
+    if (i < count) key[k] = in[base + i];
+  }
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    const int i = k * S::THREADS + int(threadIdx.x);
+    if (i < count) s_keys[padded(i)] = key[k];
+  }
+  __syncthreads();
   int at[ITEMS];
 #pragma unroll
   for (int k = 0; k < ITEMS; ++k) {

@@ -29,10 +29,17 @@ namespace simkit::detail::cuda {
 /// Tile shape of the scan: 256 threads, 16 items each for 4-byte values (16 KiB per tile, four
 /// 16-byte loads per thread), 8 for 8-byte ones. A first choice from the memory-level
 /// parallelism an H100 needs (~32 KiB in flight per SM); it needs measuring against CUB.
+#ifndef SIMKIT_TUNE_SCAN_ITEMS  // a tuning run may build other shapes (scripts/tune-primitives.sh)
+#define SIMKIT_TUNE_SCAN_ITEMS 16
+#endif
+#ifndef SIMKIT_TUNE_SCAN_THREADS
+#define SIMKIT_TUNE_SCAN_THREADS 256
+#endif
+
 template <class T>
 struct ScanShape {
-  static constexpr int THREADS = 256;
-  static constexpr int ITEMS = sizeof(T) <= 4 ? 16 : 8;
+  static constexpr int THREADS = SIMKIT_TUNE_SCAN_THREADS;
+  static constexpr int ITEMS = sizeof(T) <= 4 ? SIMKIT_TUNE_SCAN_ITEMS : SIMKIT_TUNE_SCAN_ITEMS / 2;
   static constexpr int TILE = THREADS * ITEMS;
   static constexpr int WARPS = THREADS / 32;
 };

@@ -29,9 +29,15 @@ namespace simkit::detail::cuda {
 
 namespace {
 
+#ifndef SIMKIT_TUNE_SPMV_ITEMS  // a tuning run may build other shapes (scripts/tune-primitives.sh)
+#define SIMKIT_TUNE_SPMV_ITEMS 8
+#endif
+#ifndef SIMKIT_TUNE_SPMV_THREADS
+#define SIMKIT_TUNE_SPMV_THREADS 256
+#endif
 /// 256 threads x 8 items. A first choice (Merrill uses 7 on Pascal); to be measured.
-constexpr int kThreads = 256;
-constexpr int kItems = 8;
+constexpr int kThreads = SIMKIT_TUNE_SPMV_THREADS;
+constexpr int kItems = SIMKIT_TUNE_SPMV_ITEMS;
 constexpr int kTile = kThreads * kItems;
 
 /// A partial sum of one row; row -1 is "nothing" (the two-sided identity of the reduce-by-row).
@@ -94,20 +100,45 @@ __global__ void __launch_bounds__(kThreads) spmv_tiles(SpmvParams<V, I> p) {
     return;
   }
   const int nrows = int(i1 - i0), nz = int(j1 - j0);
+  // Every global load of a kind is issued before any is used (unrolled over the kItems slots a
+  // thread can own: nrows + nz <= kTile), so a thread has kItems loads in flight, not one.
   int bad = 0;
-  for (int k = int(threadIdx.x); k < nrows; k += kThreads) {
-    const int64_t end = p.off[i0 + k + 1], start = p.off[i0 + k];
-    if (start > end || end > p.nnz || start < 0) bad |= 2;
-    s_row_end[k] = end;
+  {
+    int64_t end[kItems], start[kItems];
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int k = u * kThreads + int(threadIdx.x);
+      if (k < nrows) end[u] = p.off[i0 + k + 1], start[u] = p.off[i0 + k];
+    }
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int k = u * kThreads + int(threadIdx.x);
+      if (k < nrows) {
+        if (start[u] > end[u] || end[u] > p.nnz || start[u] < 0) bad |= 2;
+        s_row_end[k] = end[u];
+      }
+    }
   }
-  for (int k = int(threadIdx.x); k < nz; k += kThreads) {
-    const int64_t c = p.col[j0 + k];
-    double prod = 0.0;
-    if (c < 0 || c >= p.cols)
-      bad |= 1;
-    else
-      prod = double(p.val[j0 + k]) * double(p.x[c]);
-    s_buf[nrows + k] = prod;
+  {
+    int64_t c[kItems];
+    V v[kItems], xv[kItems];
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int k = u * kThreads + int(threadIdx.x);
+      if (k < nz) c[u] = p.col[j0 + k], v[u] = p.val[j0 + k];
+    }
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int k = u * kThreads + int(threadIdx.x);
+      const bool ok = k < nz && c[u] >= 0 && c[u] < p.cols;
+      if (k < nz && !ok) bad |= 1;
+      xv[u] = ok ? __ldg(p.x + c[u]) : V(0);
+    }
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int k = u * kThreads + int(threadIdx.x);
+      if (k < nz) s_buf[nrows + k] = double(v[u]) * double(xv[u]);
+    }
   }
   if (threadIdx.x == 0 && ((tile == 0 && p.off[0] != 0) || (d1 == total && int64_t(p.off[p.rows]) != p.nnz))) bad |= 2;
   if (bad) atomicOr(p.error, bad);
