@@ -211,6 +211,16 @@ class Report {
     rows_.push_back(ours);
     rows_.insert(rows_.end(), peers.begin(), peers.end());
   }
+  /// simkit's own kernels timed where CUB serves the call by default (device "gpu-own"), with
+  /// the ratios to the peers already recorded by add().
+  void add_own(const Row& own, const char* unit, const std::vector<Row>& peers) {
+    line("  own kernels", "", own, unit, "");
+    for (const Row& p : peers) {
+      const double ratio = own.stats.median_ms > 0 ? p.stats.median_ms / own.stats.median_ms : 0;
+      line("", "", p, unit, format_number(ratio, 2) + "x");
+    }
+    rows_.push_back(own);
+  }
   const std::vector<Row>& rows() const { return rows_; }
 
  private:

@@ -11,6 +11,7 @@
 
 #if SIMKIT_CLI_CUDA
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 #include <simkit/device_matrix.hpp>
@@ -41,6 +42,28 @@ struct DeviceArray {
   }
 };
 
+/// While alive, the primitives run simkit's own kernels even where CUB serves them by default
+/// (SIMKIT_PRIMITIVES_OWN, read by the library at every call).
+class OwnKernels {
+ public:
+  OwnKernels() {
+    if (const char* v = std::getenv("SIMKIT_PRIMITIVES_OWN")) saved_ = v, had_ = true;
+    setenv("SIMKIT_PRIMITIVES_OWN", "1", 1);
+  }
+  ~OwnKernels() {
+    if (had_)
+      setenv("SIMKIT_PRIMITIVES_OWN", saved_.c_str(), 1);
+    else
+      unsetenv("SIMKIT_PRIMITIVES_OWN");
+  }
+  OwnKernels(const OwnKernels&) = delete;
+  OwnKernels& operator=(const OwnKernels&) = delete;
+
+ private:
+  std::string saved_;
+  bool had_ = false;
+};
+
 struct Gpu {
   const Setup& s;
   Report& report;
@@ -61,8 +84,9 @@ void scan_case(Gpu& g, int64_t n, uint64_t seed) {
   DeviceArray<T> in(ctx, host), ours_out(ctx, n), peer_out(ctx, n);
   const Stats ours = g.timed([&] { inclusive_scan<T>(ctx, in.view(), ours_out.view()); });
   const Stats theirs = g.timed(gpu_peers::cub_inclusive_sum<T>(in.data(), peer_out.data(), n));
-  double err = 0, peer_err = 0;
+  double err = 0, peer_err = 0, own_err = 0;
   bool pass = false, peer_pass = false;
+  std::optional<Stats> own;
   if constexpr (std::is_same_v<T, float>) {
     // A float prefix sum rounds at every level; 1e-5 of the running total is far above any
     // sound summation order at 2^28 and far below a lost or doubled element (>= 1 / n).
@@ -72,12 +96,21 @@ void scan_case(Gpu& g, int64_t n, uint64_t seed) {
     err = double(scan_mismatches(host, ours_out.download()));
     peer_err = double(scan_mismatches(host, peer_out.download()));
     pass = err == 0, peer_pass = peer_err == 0;
+    OwnKernels guard;  // integer scans are served by CUB by default
+    own = g.timed([&] { inclusive_scan<T>(ctx, in.view(), ours_out.view()); });
+    own_err = double(scan_mismatches(host, ours_out.download()));
   }
-  const double bytes = 2.0 * double(n) * sizeof(T), gb = gbps(bytes, ours.median_ms),
-               pgb = gbps(bytes, theirs.median_ms);
+  const double bytes = 2.0 * double(n) * sizeof(T), gb = gbps(bytes, ours.median_ms);
+  const double pgb = gbps(bytes, theirs.median_ms);
+  const std::vector<Row> peers{
+      make_row("scan", type, "small", 1, n, 0, "cub", theirs, pgb, g.pct(pgb), peer_err, peer_pass)};
   g.report.add(std::string("scan ") + (std::is_same_v<T, float> ? "float" : "int32"), size_label(n),
-               make_row("scan", type, "small", 1, n, 0, "gpu", ours, gb, g.pct(gb), err, pass), "GB/s",
-               {make_row("scan", type, "small", 1, n, 0, "cub", theirs, pgb, g.pct(pgb), peer_err, peer_pass)});
+               make_row("scan", type, "small", 1, n, 0, "gpu", ours, gb, g.pct(gb), err, pass), "GB/s", peers);
+  if (own) {
+    const double ogb = gbps(bytes, own->median_ms);
+    g.report.add_own(make_row("scan", type, "small", 1, n, 0, "gpu-own", *own, ogb, g.pct(ogb), own_err, own_err == 0),
+                     "GB/s", peers);
+  }
 }
 
 void merge_case(Gpu& g, int64_t n, Pattern pat, uint64_t seed) {
@@ -95,11 +128,23 @@ void merge_case(Gpu& g, int64_t n, Pattern pat, uint64_t seed) {
     return double(bad);
   };
   const double bad = mismatches(ours_out.download()), peer_bad = mismatches(peer_out.download());
+  Stats own;
+  double own_bad = 0;
+  {
+    OwnKernels guard;  // int keys without values are merged by CUB by default
+    own = g.timed([&] { merge<int32_t>(ctx, da.view(), db.view(), ours_out.view()); });
+    own_bad = mismatches(ours_out.download());
+  }
   const double bytes = 2.0 * double(n) * 4, gb = gbps(bytes, ours.median_ms), pgb = gbps(bytes, theirs.median_ms);
-  g.report.add(
-      std::string("merge int32 ") + name(pat), size_label(n),
-      make_row("merge", "int32", name(pat), 1, n, 0, "gpu", ours, gb, g.pct(gb), bad, bad == 0), "GB/s",
-      {make_row("merge", "int32", name(pat), 1, n, 0, "cub", theirs, pgb, g.pct(pgb), peer_bad, peer_bad == 0)});
+  const double ogb = gbps(bytes, own.median_ms);
+  const std::vector<Row> peers{
+      make_row("merge", "int32", name(pat), 1, n, 0, "cub", theirs, pgb, g.pct(pgb), peer_bad, peer_bad == 0)};
+  g.report.add(std::string("merge int32 ") + name(pat), size_label(n),
+               make_row("merge", "int32", name(pat), 1, n, 0, "gpu", ours, gb, g.pct(gb), bad, bad == 0), "GB/s",
+               peers);
+  g.report.add_own(
+      make_row("merge", "int32", name(pat), 1, n, 0, "gpu-own", own, ogb, g.pct(ogb), own_bad, own_bad == 0), "GB/s",
+      peers);
 }
 
 /// Keys (and with `pairs` an int32 value per key, its input position) sorted by simkit, by
@@ -129,24 +174,44 @@ void sort_case(Gpu& g, int64_t n, Pattern pat, bool pairs, uint64_t seed) {
                                [&] { reset(peer_keys, peer_values); });
   const Stats radix = g.timed(gpu_peers::cub_radix_sort(original.data(), radix_keys.data(),
                                                         pairs ? positions.data() : nullptr, radix_values.data(), n));
-  const auto k_ours = keys.download(), k_peer = peer_keys.download(), k_radix = radix_keys.download();
-  std::vector<int32_t> v_ours, v_peer, v_radix;
-  if (pairs) v_ours = values.download(), v_peer = peer_values.download(), v_radix = radix_values.download();
-  int64_t bad = 0, peer_bad = 0, radix_bad = 0;
-  for (size_t i = 0; i < size_t(n); ++i) {
-    bad += k_ours[i] != k_peer[i] || (pairs && v_ours[i] != v_peer[i]);
-    radix_bad += k_radix[i] != k_peer[i] || (pairs && v_radix[i] != v_peer[i]);
-    peer_bad += i > 0 && k_peer[i - 1] > k_peer[i];  // the peer itself: sorted
+  const auto k_peer = peer_keys.download();
+  const auto v_peer = pairs ? peer_values.download() : std::vector<int32_t>{};
+  auto mismatches = [&](DeviceArray<int32_t>& k, DeviceArray<int32_t>& v) {
+    const auto hk = k.download();
+    const auto hv = pairs ? v.download() : std::vector<int32_t>{};
+    int64_t bad = 0;
+    for (size_t i = 0; i < size_t(n); ++i) bad += hk[i] != k_peer[i] || (pairs && hv[i] != v_peer[i]);
+    return bad;
+  };
+  int64_t peer_bad = 0;
+  for (size_t i = 1; i < size_t(n); ++i) peer_bad += k_peer[i - 1] > k_peer[i];  // the peer itself: sorted
+  const int64_t bad = mismatches(keys, values), radix_bad = mismatches(radix_keys, radix_values);
+  Stats own;
+  int64_t own_bad = 0;
+  {
+    OwnKernels guard;  // int keys are radix-sorted by CUB by default
+    own = g.timed(
+        [&] {
+          if (pairs)
+            sort<int32_t, int32_t>(ctx, keys.view(), values.view());
+          else
+            sort<int32_t>(ctx, keys.view());
+        },
+        [&] { reset(keys, values); });
+    own_bad = mismatches(keys, values);
   }
   const double gk = 1e-9 * double(n);
+  const std::vector<Row> peers{make_row(op, "int32", name(pat), 1, n, 0, "cub", theirs, gk / (theirs.median_ms * 1e-3),
+                                        {}, double(peer_bad), peer_bad == 0),
+                               make_row(op, "int32", name(pat), 1, n, 0, "cub-radix", radix,
+                                        gk / (radix.median_ms * 1e-3), {}, double(radix_bad), radix_bad == 0)};
   g.report.add(
       std::string(op) + " int32 " + name(pat), size_label(n),
       make_row(op, "int32", name(pat), 1, n, 0, "gpu", ours, gk / (ours.median_ms * 1e-3), {}, double(bad), bad == 0),
-      "Gkeys/s",
-      {make_row(op, "int32", name(pat), 1, n, 0, "cub", theirs, gk / (theirs.median_ms * 1e-3), {}, double(peer_bad),
-                peer_bad == 0),
-       make_row(op, "int32", name(pat), 1, n, 0, "cub-radix", radix, gk / (radix.median_ms * 1e-3), {},
-                double(radix_bad), radix_bad == 0)});
+      "Gkeys/s", peers);
+  g.report.add_own(make_row(op, "int32", name(pat), 1, n, 0, "gpu-own", own, gk / (own.median_ms * 1e-3), {},
+                            double(own_bad), own_bad == 0),
+                   "Gkeys/s", peers);
 }
 
 void spmv_case(Gpu& g, const Plan& plan, uint64_t seed) {

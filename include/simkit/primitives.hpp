@@ -7,6 +7,13 @@
 // host arrays are copied over and back. The CPU backend needs host arrays and refuses device
 // ones. Calls return when the result is in place.
 //
+// Whose kernels. On the GPU, a few calls go to CUB, where CUB was measured faster and gives the
+// same result: integer scans (not segmented), integer merges without values, and sorts (CUB's
+// stable radix sort for integer keys, its merge sort with this file's float order for float
+// keys). Everything else runs simkit's own kernels. SIMKIT_PRIMITIVES_OWN=1 in the environment
+// sends every call to simkit's own kernels (the tests check both; `simkit bench primitives`
+// times both).
+//
 // Types. Values are int32, int64, float or double (PrimitiveValue); sort and merge keys are
 // int32, int64 or float (SortKey); select_k works on float. Integer sums and products wrap
 // around (two's complement), as they do in CUB.

@@ -1,6 +1,7 @@
 // The primitives on the GPU, host side: lease the device's resources, stage host arrays into
 // the arena (device arrays are used where they are), size and carve the kernels' scratch,
-// launch (prim_launch.hpp), copy host outputs back, and turn a data check made on the device
+// launch simkit's kernels (prim_launch.hpp) or, for the calls CUB was measured faster on, CUB
+// (cub_routes.hpp), copy host outputs back, and turn a data check made on the device
 // (CSR structure, segment offsets) into the same invalid_argument the host checks throw.
 //
 // The arena grows only when a call needs more than it holds, so a repeated call makes no
@@ -14,6 +15,7 @@
 
 #include "check.hpp"
 #include "core/primitives_backend.hpp"
+#include "cub_routes.hpp"
 #include "prim_launch.hpp"
 #include "resources.hpp"
 
@@ -93,7 +95,9 @@ void scan(const Context& ctx, const ScanArgs& a) {
   st.add(a.in);
   if (a.out.data != a.in.data || a.out.where != a.in.where) st.add(a.out);
   st.add(a.segments);
-  const size_t scratch = scan_scratch_bytes(a.in.type, a.op, segmented, n);
+  const bool by_cub = cub_route::serves_scan(a.in.type, a.op, segmented);
+  const size_t scratch = by_cub ? cub_route::scan_bytes(a.in.type, a.op, n, a.exclusive)
+                                : scan_scratch_bytes(a.in.type, a.op, segmented, n);
   const size_t heads_bytes = offsets ? Carver::round(size_t(n)) : 0;
   ensure_arena(ctx, r, st.bytes() + Carver::round(scratch) + heads_bytes + kErrorWord, "scan");
   Carver carve(r.arena);
@@ -103,7 +107,9 @@ void scan(const Context& ctx, const ScanArgs& a) {
   const void* seg = st.place(carve, a.segments, true, s);
   void* work = carve.take<unsigned char>(scratch);
   int* error = nullptr;
-  if (!segmented) {
+  if (by_cub) {
+    cub_route::scan(a.in.type, a.op, in, out, n, a.exclusive, work, scratch, s);
+  } else if (!segmented) {
     launch_scan(a.in.type, a.op, in, out, n, a.exclusive, work, s);
   } else {
     const uint8_t* heads = static_cast<const uint8_t*>(seg);
@@ -127,7 +133,10 @@ void merge(const Context& ctx, const MergeArgs& a) {
   Resources& r = *call.lease;
   Staging st;
   for (const Raw* x : {&a.a_keys, &a.b_keys, &a.out_keys, &a.a_values, &a.b_values, &a.out_values}) st.add(*x);
-  ensure_arena(ctx, r, st.bytes(), "merge");
+  const size_t vb = a.out_values.present() ? dtype_size(a.out_values.type) : 0;
+  const bool by_cub = cub_route::serves_merge(a.a_keys.type, vb);
+  const size_t scratch = by_cub ? cub_route::merge_bytes(a.a_keys.type, a.order, a.a_keys.size, a.b_keys.size) : 0;
+  ensure_arena(ctx, r, st.bytes() + Carver::round(scratch), "merge");
   Carver carve(r.arena);
   const cudaStream_t s = call.stream;
   const void* ak = st.place(carve, a.a_keys, true, s);
@@ -136,8 +145,11 @@ void merge(const Context& ctx, const MergeArgs& a) {
   const void* av = st.place(carve, a.a_values, true, s);
   const void* bv = st.place(carve, a.b_values, true, s);
   void* ov = st.place(carve, a.out_values, false, s);
-  const size_t vb = a.out_values.present() ? dtype_size(a.out_values.type) : 0;
-  launch_merge(a.a_keys.type, vb, a.order, ak, av, a.a_keys.size, bk, bv, a.b_keys.size, ok, ov, s);
+  if (by_cub)
+    cub_route::merge(a.a_keys.type, a.order, ak, a.a_keys.size, bk, a.b_keys.size, ok,
+                     carve.take<unsigned char>(scratch), scratch, s);
+  else
+    launch_merge(a.a_keys.type, vb, a.order, ak, av, a.a_keys.size, bk, bv, a.b_keys.size, ok, ov, s);
   Staging::back(a.out_keys, ok, s);
   Staging::back(a.out_values, ov, s);
   call.finish(nullptr);
@@ -150,13 +162,19 @@ void sort(const Context& ctx, const SortArgs& a) {
   st.add(a.keys);
   st.add(a.values);
   const size_t vb = a.values.present() ? dtype_size(a.values.type) : 0;
-  const size_t scratch = sort_scratch_bytes(a.keys.type, vb, a.keys.size);
+  const bool by_cub = cub_route::serves_sort(a.keys.type, vb);
+  const size_t scratch = by_cub ? cub_route::sort_bytes(a.keys.type, vb, a.order, a.keys.size)
+                                : sort_scratch_bytes(a.keys.type, vb, a.keys.size);
   ensure_arena(ctx, r, st.bytes() + Carver::round(scratch), "sort");
   Carver carve(r.arena);
   const cudaStream_t s = call.stream;
   void* keys = st.place(carve, a.keys, true, s);
   void* values = st.place(carve, a.values, true, s);
-  launch_sort(a.keys.type, vb, a.order, keys, values, a.keys.size, carve.take<unsigned char>(scratch), s);
+  void* work = carve.take<unsigned char>(scratch);
+  if (by_cub)
+    cub_route::sort(a.keys.type, vb, a.order, keys, values, a.keys.size, work, scratch, s);
+  else
+    launch_sort(a.keys.type, vb, a.order, keys, values, a.keys.size, work, s);
   Staging::back(a.keys, keys, s);
   Staging::back(a.values, values, s);
   call.finish(nullptr);
