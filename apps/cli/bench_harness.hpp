@@ -357,11 +357,13 @@ class TablePrinter {
 /// Writes the rows as CSV to `path` atomically (nothing when path is empty). bench.cpp.
 void write_csv(const std::string& path, const std::vector<Row>& rows);
 
-/// Parses "128,768" into {128, 768}; throws Error(invalid_argument) on anything else.
-inline std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
+/// Parses "128,768" into {128, 768}; throws Error(invalid_argument) on anything else, naming
+/// `example` as the expected form.
+inline std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what,
+                                           const std::string& example = "128,768") {
   std::vector<int64_t> out;
   if (!text.empty() && text.back() == ',')
-    throw Error(ErrorCode::invalid_argument, what + ": '" + text + "' ends with a comma (expected e.g. 128,768)");
+    throw Error(ErrorCode::invalid_argument, what + ": '" + text + "' ends with a comma (expected e.g. " + example + ")");
   std::string item;
   std::istringstream in(text);
   while (std::getline(in, item, ',')) {
@@ -373,7 +375,7 @@ inline std::vector<int64_t> parse_int_list(const std::string& text, const std::s
       used = 0;
     }
     if (item.empty() || used != item.size())
-      throw Error(ErrorCode::invalid_argument, what + ": '" + item + "' is not an integer (expected e.g. 128,768)");
+      throw Error(ErrorCode::invalid_argument, what + ": '" + item + "' is not an integer (expected e.g. " + example + ")");
     out.push_back(v);
   }
   if (out.empty()) throw Error(ErrorCode::invalid_argument, what + " is empty");

@@ -51,7 +51,7 @@ Plan make_plan(const Options& o, bool on_gpu) {
     p.cases.push_back(c);
   }
   const std::string sizes = !o.sizes.empty() ? o.sizes : o.quick ? "16" : on_gpu ? "20,24,27" : "20,24";
-  for (int64_t s : parse_int_list(sizes, "--sizes")) {
+  for (int64_t s : parse_int_list(sizes, "--sizes", "20,24,27")) {
     if (s < 1 || s > 30) throw Error(ErrorCode::invalid_argument, "--sizes: exponents go from 1 to 30 (2^s elements)");
     p.log_sizes.push_back(static_cast<int>(s));
   }

@@ -15,6 +15,11 @@ add_test(NAME cli_gauss_contract
                  ${SIMKIT_CLI_TEST_WORK}/gauss_contract)
 set_tests_properties(cli_gauss_contract PROPERTIES LABELS cpu TIMEOUT 120)
 
+add_test(NAME cli_primitives_contract
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/primitives_contract.sh $<TARGET_FILE:simkit_cli>
+                 ${SIMKIT_CLI_TEST_WORK}/primitives_contract)
+set_tests_properties(cli_primitives_contract PROPERTIES LABELS cpu TIMEOUT 120)
+
 add_test(NAME cli_digits_cpu
          COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/digits.sh $<TARGET_FILE:simkit_cli> ${SIMKIT_SHARED_DATA_DIR}
                  ${SIMKIT_CLI_TEST_WORK}/digits_cpu cpu)
