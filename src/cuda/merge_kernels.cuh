@@ -3,9 +3,11 @@
 // sort) and the tile sort that starts the merge sort.
 //
 // Merge kernel, one tile of MergeShape::TILE outputs per block:
-//   1. grid level: two warps find where the tile's first and last diagonals cross the merge
-//      path (warp_merge_path_split, 32 probes a round), so the tile's windows of a and b are
-//      known: exactly TILE elements in all, whatever the data;
+//   1. grid level: merge_partition, one thread per tile, finds where every tile's first
+//      diagonal crosses the merge path (a binary search in global memory), so each tile's
+//      windows of a and b are known: exactly TILE elements in all, whatever the data. Doing
+//      this in its own launch keeps the search's chain of dependent loads (log2 n of them) out
+//      of the merge blocks, which would otherwise wait on it with the SM's memory idle;
 //   2. the block loads both windows into shared memory (coalesced), and each thread finds its
 //      own ITEMS-output diagonal inside them by binary search (merge_path_split);
 //   3. each thread merges ITEMS outputs serially into registers, stable (a first on ties);
@@ -76,7 +78,48 @@ struct MergeParams {
   int64_t run;
   K* out;
   V* out_values;
+  int64_t* splits;  // per tile: where its first diagonal crosses the merge path (merge_partition)
 };
+
+/// The part of the merge one tile works on: its pair of sorted ranges and its first diagonal.
+template <class K, class V>
+struct MergeTile {
+  const K* a;
+  const K* b;
+  const V* av;
+  const V* bv;
+  int64_t na, nb;
+  int64_t out0;  // where the pair's output starts
+  int64_t d0;    // the tile's first diagonal within the pair
+};
+
+template <class K, class V>
+__device__ __forceinline__ MergeTile<K, V> merge_tile(const MergeParams<K, V>& p, int64_t tile) {
+  constexpr bool kValues = !std::is_same_v<V, NoValue>;
+  const int64_t pos = tile * MergeShape<K>::TILE;
+  if (p.run == 0) return {p.a, p.b, p.a_values, p.b_values, p.na, p.nb, 0, pos};
+  const int64_t g0 = pos / (2 * p.run) * (2 * p.run);
+  const int64_t na = p.n - g0 < p.run ? p.n - g0 : p.run;
+  const int64_t nb = p.n - g0 - na < p.run ? p.n - g0 - na : p.run;
+  return {p.src + g0,
+          p.src + g0 + na,
+          kValues ? p.src_values + g0 : nullptr,
+          kValues ? p.src_values + g0 + na : nullptr,
+          na,
+          nb,
+          g0,
+          pos - g0};
+}
+
+/// splits[t] for every tile t < tiles (step 1 of the header comment).
+template <class K, class V, class Less>
+__global__ void __launch_bounds__(256) merge_partition(MergeParams<K, V> p, Less less, int64_t tiles) {
+  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= tiles) return;
+  const MergeTile<K, V> m = merge_tile(p, t);
+  p.splits[t] = merge_path_split(
+      m.d0, m.na, m.nb, [&](int64_t i) { return m.a[i]; }, [&](int64_t j) { return m.b[j]; }, less);
+}
 
 template <class K, class V, class Less>
 __global__ void __launch_bounds__(MergeShape<K>::THREADS) merge_tiles(MergeParams<K, V> p, Less less) {
@@ -84,35 +127,17 @@ __global__ void __launch_bounds__(MergeShape<K>::THREADS) merge_tiles(MergeParam
   constexpr bool kValues = !std::is_same_v<V, NoValue>;
   __shared__ K s_keys[S::SMEM_KEYS];
   __shared__ uint16_t s_src[kValues ? S::SMEM_KEYS : 1];
-  __shared__ int64_t s_split[2];
 
-  const int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32);
-  const int64_t pos = int64_t(blockIdx.x) * S::TILE;
-  const K* a;
-  const K* b;
-  const V* av;
-  const V* bv;
-  int64_t na, nb, out0, d0;
-  if (p.run == 0) {
-    a = p.a, b = p.b, av = p.a_values, bv = p.b_values, na = p.na, nb = p.nb, out0 = 0, d0 = pos;
-  } else {
-    const int64_t g0 = pos / (2 * p.run) * (2 * p.run);
-    na = p.n - g0 < p.run ? p.n - g0 : p.run;
-    nb = p.n - g0 - na < p.run ? p.n - g0 - na : p.run;
-    a = p.src + g0, b = a + na, out0 = g0, d0 = pos - g0;
-    av = kValues ? p.src_values + g0 : nullptr;
-    bv = kValues ? p.src_values + g0 + na : nullptr;
-  }
+  const MergeTile<K, V> m = merge_tile(p, blockIdx.x);
+  const K* a = m.a;
+  const K* b = m.b;
+  const V* av = m.av;
+  const V* bv = m.bv;
+  const int64_t na = m.na, nb = m.nb, out0 = m.out0, d0 = m.d0;
   const int64_t d1 = d0 + S::TILE < na + nb ? d0 + S::TILE : na + nb;
-  if (warp < 2) {
-    auto at_a = [a](int64_t i) { return a[i]; };
-    auto at_b = [b](int64_t j) { return b[j]; };
-    const int64_t split = warp_merge_path_split(warp == 0 ? d0 : d1, na, nb, at_a, at_b, less, lane);
-    if (lane == 0) s_split[warp] = split;
-  }
-  __syncthreads();
-  const int64_t a0 = s_split[0], b0 = d0 - a0;
-  int64_t a1 = s_split[1], b1 = d1 - a1;
+  // The next tile starts at d1 in the same pair unless this tile ends the pair.
+  const int64_t a0 = p.splits[blockIdx.x], b0 = d0 - a0;
+  int64_t a1 = d1 == na + nb ? na : p.splits[blockIdx.x + 1], b1 = d1 - a1;
   // Unsorted inputs can make the splits disagree; keep every access in range regardless.
   if (a1 < a0) a1 = a0;
   if (b1 < b0) b1 = b0;

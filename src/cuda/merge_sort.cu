@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "check.hpp"
@@ -21,14 +22,35 @@ namespace {
 
 size_t round_up(size_t b) { return (b + 255) / 256 * 256; }
 
+template <class V>
+constexpr size_t value_size() {
+  if constexpr (std::is_same_v<V, NoValue>)
+    return 0;
+  else
+    return sizeof(V);
+}
+
+template <class K>
+int64_t merge_tiles_for(int64_t n) {
+  return (n + MergeShape<K>::TILE - 1) / MergeShape<K>::TILE;
+}
+
+/// One merge launch: the partition (every tile's split into `splits`), then the tiles.
 template <class K, class V, class Less>
-void run_merge(const K* a, const V* av, int64_t na, const K* b, const V* bv, int64_t nb, K* out, V* ov,
+void launch_merge_pass(MergeParams<K, V> p, int64_t n, int64_t* splits, cudaStream_t s, const char* what) {
+  const int64_t tiles = merge_tiles_for<K>(n);
+  p.splits = splits;
+  merge_partition<K, V, Less><<<unsigned((tiles + 255) / 256), 256, 0, s>>>(p, Less{}, tiles);
+  check_launch("merge_partition");
+  merge_tiles<K, V, Less><<<unsigned(tiles), MergeShape<K>::THREADS, 0, s>>>(p, Less{});
+  check_launch(what);
+}
+
+template <class K, class V, class Less>
+void run_merge(const K* a, const V* av, int64_t na, const K* b, const V* bv, int64_t nb, K* out, V* ov, void* scratch,
                cudaStream_t s) {
-  using MS = MergeShape<K>;
-  const int64_t n = na + nb;
-  MergeParams<K, V> p{a, av, na, b, bv, nb, nullptr, nullptr, 0, 0, out, ov};
-  merge_tiles<K, V, Less><<<unsigned((n + MS::TILE - 1) / MS::TILE), MS::THREADS, 0, s>>>(p, Less{});
-  check_launch("merge_tiles");
+  MergeParams<K, V> p{a, av, na, b, bv, nb, nullptr, nullptr, 0, 0, out, ov, nullptr};
+  launch_merge_pass<K, V, Less>(p, na + nb, static_cast<int64_t*>(scratch), s, "merge_tiles");
 }
 
 template <class K, class V, class Less>
@@ -38,8 +60,13 @@ void run_sort(K* keys, V* values, int64_t n, void* scratch, cudaStream_t s) {
   static_assert(SS::TILE % MS::TILE == 0, "a merge tile never straddles two runs");
   int passes = 0;
   for (int64_t w = SS::TILE; w < n; w *= 2) ++passes;
+  // scratch: n keys, n values (when there are values), the merge passes' tile splits.
   K* tmp = static_cast<K*>(scratch);
   V* tmp_values = reinterpret_cast<V*>(static_cast<char*>(scratch) + round_up(size_t(n) * sizeof(K)));
+  int64_t* splits = passes == 0
+                        ? nullptr
+                        : reinterpret_cast<int64_t*>(static_cast<char*>(scratch) + round_up(size_t(n) * sizeof(K)) +
+                                                     round_up(size_t(n) * value_size<V>()));
   K* src = passes % 2 == 0 ? keys : tmp;
   V* src_values = passes % 2 == 0 ? values : tmp_values;
   K* dst = passes % 2 == 0 ? tmp : keys;
@@ -52,9 +79,8 @@ void run_sort(K* keys, V* values, int64_t n, void* scratch, cudaStream_t s) {
                                                                                      Less{});
   check_launch("sort_tiles");
   for (int64_t w = SS::TILE; w < n; w *= 2) {
-    MergeParams<K, V> p{nullptr, nullptr, 0, nullptr, nullptr, 0, src, src_values, n, w, dst, dst_values};
-    merge_tiles<K, V, Less><<<unsigned((n + MS::TILE - 1) / MS::TILE), MS::THREADS, 0, s>>>(p, Less{});
-    check_launch("merge_tiles (sort pass)");
+    MergeParams<K, V> p{nullptr, nullptr, 0, nullptr, nullptr, 0, src, src_values, n, w, dst, dst_values, nullptr};
+    launch_merge_pass<K, V, Less>(p, n, splits, s, "merge_tiles (sort pass)");
     std::swap(src, dst);
     std::swap(src_values, dst_values);
   }
@@ -84,8 +110,15 @@ void with_order(Order order, F&& f) {
 
 }  // namespace
 
+size_t merge_scratch_bytes(Dtype key, int64_t n) {
+  size_t bytes = 0;
+  with_key(key, [&](auto k) { bytes = round_up(size_t(merge_tiles_for<decltype(k)>(n)) * sizeof(int64_t)); });
+  return bytes;
+}
+
 void launch_merge(Dtype key, size_t value_bytes, Order order, const void* a, const void* a_values, int64_t na,
-                  const void* b, const void* b_values, int64_t nb, void* out, void* out_values, cudaStream_t stream) {
+                  const void* b, const void* b_values, int64_t nb, void* out, void* out_values, void* scratch,
+                  cudaStream_t stream) {
   if (na + nb == 0) return;
   with_key(key, [&](auto k) {
     using K = decltype(k);
@@ -94,7 +127,7 @@ void launch_merge(Dtype key, size_t value_bytes, Order order, const void* a, con
       with_order<K>(order, [&](auto less) {
         run_merge<K, V, decltype(less)>(static_cast<const K*>(a), static_cast<const V*>(a_values), na,
                                         static_cast<const K*>(b), static_cast<const V*>(b_values), nb,
-                                        static_cast<K*>(out), static_cast<V*>(out_values), stream);
+                                        static_cast<K*>(out), static_cast<V*>(out_values), scratch, stream);
       });
     });
   });
@@ -104,7 +137,7 @@ size_t sort_scratch_bytes(Dtype key, size_t value_bytes, int64_t n) {
   size_t tile = 0;
   with_key(key, [&](auto k) { tile = size_t(SortShape<decltype(k)>::TILE); });
   if (size_t(n) <= tile) return 0;  // one tile sorts in place
-  return round_up(size_t(n) * dtype_size(key)) + round_up(size_t(n) * value_bytes);
+  return round_up(size_t(n) * dtype_size(key)) + round_up(size_t(n) * value_bytes) + merge_scratch_bytes(key, n);
 }
 
 void launch_sort(Dtype key, size_t value_bytes, Order order, void* keys, void* values, int64_t n, void* scratch,

@@ -25,8 +25,10 @@ void launch_heads_from_offsets(Dtype offsets_type, const void* offsets, int64_t 
                                int* error, cudaStream_t stream);
 
 // merge.cu, merge_sort.cu. value_bytes: 0 (keys only), 4 or 8.
+size_t merge_scratch_bytes(Dtype key, int64_t n);
 void launch_merge(Dtype key, size_t value_bytes, Order order, const void* a, const void* a_values, int64_t na,
-                  const void* b, const void* b_values, int64_t nb, void* out, void* out_values, cudaStream_t stream);
+                  const void* b, const void* b_values, int64_t nb, void* out, void* out_values, void* scratch,
+                  cudaStream_t stream);
 size_t sort_scratch_bytes(Dtype key, size_t value_bytes, int64_t n);
 void launch_sort(Dtype key, size_t value_bytes, Order order, void* keys, void* values, int64_t n, void* scratch,
                  cudaStream_t stream);

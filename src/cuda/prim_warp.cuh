@@ -154,29 +154,4 @@ __device__ __forceinline__ void store_blocked(T* dst, int valid, const T (&items
   __syncwarp();
 }
 
-/// Merge-path split of diagonal d in global memory by one warp: each round the 32 lanes probe
-/// 32 evenly spaced candidates, so the range shrinks 32-fold per round (about 5 dependent
-/// memory round trips for 2^26 elements instead of 26). Same result as merge_path_split
-/// (core/merge_path.hpp) for sorted inputs; for unsorted ones some value in range.
-template <class AtA, class AtB, class Less>
-__device__ int64_t warp_merge_path_split(int64_t d, int64_t na, int64_t nb, AtA at_a, AtB at_b, Less less, int lane) {
-  int64_t lo = d > nb ? d - nb : 0;
-  int64_t hi = d < na ? d : na;
-  while (lo < hi) {
-    const int64_t step = (hi - lo + 31) / 32;
-    const int64_t i = lo + lane * step;
-    // true: a[i] goes before b[d - 1 - i], so the split lies beyond i.
-    const bool beyond = i < hi && !less(at_b(d - 1 - i), at_a(i));
-    const int t = __popc(__ballot_sync(kFullMask, beyond));
-    if (t == 0) {
-      hi = lo;
-    } else {
-      const int64_t next = lo + int64_t(t) * step;
-      lo = lo + int64_t(t - 1) * step + 1;
-      if (next < hi) hi = next;
-    }
-  }
-  return lo;
-}
-
 }  // namespace simkit::detail::cuda

@@ -135,7 +135,8 @@ void merge(const Context& ctx, const MergeArgs& a) {
   for (const Raw* x : {&a.a_keys, &a.b_keys, &a.out_keys, &a.a_values, &a.b_values, &a.out_values}) st.add(*x);
   const size_t vb = a.out_values.present() ? dtype_size(a.out_values.type) : 0;
   const bool by_cub = cub_route::serves_merge(a.a_keys.type, vb);
-  const size_t scratch = by_cub ? cub_route::merge_bytes(a.a_keys.type, a.order, a.a_keys.size, a.b_keys.size) : 0;
+  const size_t scratch = by_cub ? cub_route::merge_bytes(a.a_keys.type, a.order, a.a_keys.size, a.b_keys.size)
+                                : merge_scratch_bytes(a.a_keys.type, a.a_keys.size + a.b_keys.size);
   ensure_arena(ctx, r, st.bytes() + Carver::round(scratch), "merge");
   Carver carve(r.arena);
   const cudaStream_t s = call.stream;
@@ -145,11 +146,11 @@ void merge(const Context& ctx, const MergeArgs& a) {
   const void* av = st.place(carve, a.a_values, true, s);
   const void* bv = st.place(carve, a.b_values, true, s);
   void* ov = st.place(carve, a.out_values, false, s);
+  void* work = carve.take<unsigned char>(scratch);
   if (by_cub)
-    cub_route::merge(a.a_keys.type, a.order, ak, a.a_keys.size, bk, a.b_keys.size, ok,
-                     carve.take<unsigned char>(scratch), scratch, s);
+    cub_route::merge(a.a_keys.type, a.order, ak, a.a_keys.size, bk, a.b_keys.size, ok, work, scratch, s);
   else
-    launch_merge(a.a_keys.type, vb, a.order, ak, av, a.a_keys.size, bk, bv, a.b_keys.size, ok, ov, s);
+    launch_merge(a.a_keys.type, vb, a.order, ak, av, a.a_keys.size, bk, bv, a.b_keys.size, ok, ov, work, s);
   Staging::back(a.out_keys, ok, s);
   Staging::back(a.out_values, ov, s);
   call.finish(nullptr);

@@ -6,7 +6,9 @@
 // same number of (row ends + non-zeros) however the rows are shaped; a row of 1M entries is
 // shared by ~1M / ITEMS threads, a run of empty rows costs one item each.
 //
-// Per tile (one block): two warps find the tile's ends on the merge path; the block loads the
+// Per tile (one block): the tile's ends on the merge path come from spmv_partition (one thread
+// per tile boundary, run first, so that no block waits on a chain of log2(rows + nnz)
+// dependent loads with the SM's memory idle); the block loads the
 // tile's row ends and the products values[j] * x[col[j]] (in double: exact for float inputs)
 // into shared memory, checking every column index and offset on the way; each thread walks its
 // ITEMS items, writing y for every row it both starts and ends. What crosses a thread boundary
@@ -63,34 +65,38 @@ struct SpmvParams {
   const V* x;
   V* y;
   int64_t rows, cols, nnz;
-  Partial* carry;  // per tile
-  Partial* fix;    // per tile
+  Partial* carry;   // per tile
+  Partial* fix;     // per tile
+  int64_t* splits;  // per tile boundary (tiles + 1): rows before it on the merge path
   int* error;
 };
+
+/// The merge-path split of every tile boundary: how many row ends precede diagonal t * kTile.
+template <class V, class I>
+__global__ void __launch_bounds__(256) spmv_partition(SpmvParams<V, I> p, int64_t tiles) {
+  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t > tiles) return;
+  const int64_t total = p.rows + p.nnz, d = t * kTile < total ? t * kTile : total;
+  p.splits[t] = merge_path_split(
+      d, p.rows, p.nnz, [&](int64_t i) { return int64_t(p.off[i + 1]); }, [](int64_t j) { return j; },
+      [](int64_t u, int64_t v) { return u < v; });
+}
 
 template <class V, class I>
 __global__ void __launch_bounds__(kThreads) spmv_tiles(SpmvParams<V, I> p) {
   // The tile's row ends (integers) first, then its products (doubles): kTile 8-byte slots.
   __shared__ __align__(8) unsigned char s_raw[kTile * 8];
-  __shared__ int64_t s_split[2];
   __shared__ Partial s_warp_totals[kThreads / 32];
   __shared__ Partial s_fix;
   int64_t* s_row_end = reinterpret_cast<int64_t*>(s_raw);
   double* s_buf = reinterpret_cast<double*>(s_raw);
 
-  const int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32);
   const int64_t tile = blockIdx.x, total = p.rows + p.nnz;
   const int64_t d0 = tile * kTile, d1 = d0 + kTile < total ? d0 + kTile : total;
-  auto row_end = [&](int64_t i) { return int64_t(p.off[i + 1]); };
-  auto index = [](int64_t j) { return j; };
   auto less = [](int64_t u, int64_t v) { return u < v; };
-  if (warp < 2) {
-    const int64_t split = warp_merge_path_split(warp == 0 ? d0 : d1, p.rows, p.nnz, row_end, index, less, lane);
-    if (lane == 0) s_split[warp] = split;
-  }
   if (threadIdx.x == 0) s_fix = {-1, 0.0};
   __syncthreads();
-  const int64_t i0 = s_split[0], i1 = s_split[1], j0 = d0 - i0, j1 = d1 - i1;
+  const int64_t i0 = p.splits[tile], i1 = p.splits[tile + 1], j0 = d0 - i0, j1 = d1 - i1;
   if (i1 < i0 || j1 < j0 || (i1 - i0) + (j1 - j0) > kTile) {  // only with offsets out of order
     if (threadIdx.x == 0) {
       atomicOr(p.error, 2);
@@ -217,7 +223,10 @@ void run_spmv(const I* off, const I* col, const V* val, const V* x, V* y, int64_
   const int64_t tiles = (rows + nnz + kTile - 1) / kTile;
   Partial* carry = static_cast<Partial*>(scratch);
   Partial* fix = carry + tiles;
-  SpmvParams<V, I> p{off, col, val, x, y, rows, cols, nnz, carry, fix, error};
+  int64_t* splits = reinterpret_cast<int64_t*>(fix + tiles);
+  SpmvParams<V, I> p{off, col, val, x, y, rows, cols, nnz, carry, fix, splits, error};
+  spmv_partition<V, I><<<unsigned((tiles + 1 + 255) / 256), 256, 0, s>>>(p, tiles);
+  check_launch("spmv_partition");
   spmv_tiles<V, I><<<unsigned(tiles), kThreads, 0, s>>>(p);
   check_launch("spmv_tiles");
   spmv_fixup<V><<<1, 1024, 0, s>>>(carry, fix, tiles, y);
@@ -228,7 +237,7 @@ void run_spmv(const I* off, const I* col, const V* val, const V* x, V* y, int64_
 
 size_t spmv_scratch_bytes(int64_t rows, int64_t nnz) {
   const int64_t tiles = (rows + nnz + kTile - 1) / kTile;
-  return size_t(2 * tiles) * sizeof(Partial);
+  return size_t(2 * tiles) * sizeof(Partial) + size_t(tiles + 1) * sizeof(int64_t);
 }
 
 void launch_spmv(Dtype value, Dtype index, const void* offsets, const void* indices, const void* values, const void* x,
