@@ -363,7 +363,8 @@ inline std::vector<int64_t> parse_int_list(const std::string& text, const std::s
                                            const std::string& example = "128,768") {
   std::vector<int64_t> out;
   if (!text.empty() && text.back() == ',')
-    throw Error(ErrorCode::invalid_argument, what + ": '" + text + "' ends with a comma (expected e.g. " + example + ")");
+    throw Error(ErrorCode::invalid_argument,
+                what + ": '" + text + "' ends with a comma (expected e.g. " + example + ")");
   std::string item;
   std::istringstream in(text);
   while (std::getline(in, item, ',')) {
@@ -375,7 +376,8 @@ inline std::vector<int64_t> parse_int_list(const std::string& text, const std::s
       used = 0;
     }
     if (item.empty() || used != item.size())
-      throw Error(ErrorCode::invalid_argument, what + ": '" + item + "' is not an integer (expected e.g. " + example + ")");
+      throw Error(ErrorCode::invalid_argument,
+                  what + ": '" + item + "' is not an integer (expected e.g. " + example + ")");
     out.push_back(v);
   }
   if (out.empty()) throw Error(ErrorCode::invalid_argument, what + " is empty");
