@@ -66,10 +66,17 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   for exe in "$build"/tests/test_gpu_*; do
     [ -x "$exe" ] || continue
     if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $(basename "$exe") "* ]]; then continue; fi
-    for tool in memcheck racecheck; do
-      (timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 3 "$exe" \
-        --gtest_filter="${SANITIZER_FILTER:-*}" >"/tmp/san-$(basename "$exe")-$tool.log" 2>&1
-       echo "  $(basename "$exe") $tool: exit $?" >"/tmp/san-$(basename "$exe")-$tool.rc") &
+    # The primitives run CUB where it serves a call (cub_routes.hpp): memcheck both routes (our
+    # scratch sizing feeds CUB), racecheck simkit's own kernels (CUB's shared memory is CUB's).
+    runs="memcheck: racecheck:"
+    if [ "$(basename "$exe")" = test_gpu_primitives ]; then runs="memcheck: memcheck:own racecheck:own"; fi
+    for run in $runs; do
+      tool=${run%%:*} mode=${run#*:}
+      own=(); if [ "$mode" = own ]; then own=(env SIMKIT_PRIMITIVES_OWN=1); fi
+      tag="$(basename "$exe")-$tool${mode:+-$mode}"
+      (timeout "${SANITIZER_TIMEOUT:-300}" "${own[@]}" compute-sanitizer --tool "$tool" --error-exitcode 3 "$exe" \
+        --gtest_filter="${SANITIZER_FILTER:-*}" >"/tmp/san-$tag.log" 2>&1
+       echo "  $tag: exit $?" >"/tmp/san-$tag.rc") &
       pids+=($!)
     done
   done
