@@ -162,14 +162,13 @@ void sort_case(Gpu& g, int64_t n, Pattern pat, bool pairs, uint64_t seed) {
     gpu_peers::device_copy(k.data(), original.data(), size_t(n) * 4);
     if (pairs) gpu_peers::device_copy(v.data(), positions.data(), size_t(n) * 4);
   };
-  const Stats ours = g.timed(
-      [&] {
-        if (pairs)
-          sort<int32_t, int32_t>(ctx, keys.view(), values.view());
-        else
-          sort<int32_t>(ctx, keys.view());
-      },
-      [&] { reset(keys, values); });
+  auto simkit_sort = [&] {
+    if (pairs)
+      sort<int32_t, int32_t>(ctx, keys.view(), values.view());
+    else
+      sort<int32_t>(ctx, keys.view());
+  };
+  const Stats ours = g.timed(simkit_sort, [&] { reset(keys, values); });
   const Stats theirs = g.timed(gpu_peers::cub_merge_sort(peer_keys.data(), pairs ? peer_values.data() : nullptr, n),
                                [&] { reset(peer_keys, peer_values); });
   const Stats radix = g.timed(gpu_peers::cub_radix_sort(original.data(), radix_keys.data(),
@@ -190,14 +189,7 @@ void sort_case(Gpu& g, int64_t n, Pattern pat, bool pairs, uint64_t seed) {
   int64_t own_bad = 0;
   {
     OwnKernels guard;  // int keys are radix-sorted by CUB by default
-    own = g.timed(
-        [&] {
-          if (pairs)
-            sort<int32_t, int32_t>(ctx, keys.view(), values.view());
-          else
-            sort<int32_t>(ctx, keys.view());
-        },
-        [&] { reset(keys, values); });
+    own = g.timed(simkit_sort, [&] { reset(keys, values); });
     own_bad = mismatches(keys, values);
   }
   const double gk = 1e-9 * double(n);
