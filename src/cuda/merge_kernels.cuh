@@ -34,8 +34,6 @@ namespace simkit::detail::cuda {
 
 struct NoValue {};
 
-/// 256 threads x 16 keys (4-byte keys) or x 8 (8-byte): 16 KiB of keys per tile. A first
-/// choice, to be measured against CUB (DeviceMerge, DeviceMergeSort).
 #ifndef SIMKIT_TUNE_MERGE_ITEMS  // a tuning run may build other shapes (scripts/tune-primitives.sh)
 #define SIMKIT_TUNE_MERGE_ITEMS 16
 #endif
@@ -46,6 +44,11 @@ struct NoValue {};
 #define SIMKIT_TUNE_SORT_THREADS 512
 #endif
 
+/// 256 threads x 16 keys (4-byte keys) or x 8 (8-byte): 16 KiB of keys per tile. Measured on
+/// the H100 with the splits still searched inside each block and loads one at a time
+/// (bench/results/2026-11-23-h100-primitives.md): the 2^27 int32 merge at 0.66x CUB
+/// DeviceMerge, the merge sort at 0.50x CUB DeviceMergeSort. Both were changed after that run
+/// (merge_partition, loads issued together); other shapes: scripts/tune-primitives.sh.
 template <class K>
 struct MergeShape {
   static constexpr int THREADS = SIMKIT_TUNE_MERGE_THREADS;

@@ -27,8 +27,10 @@
 namespace simkit::detail::cuda {
 
 /// Tile shape of the scan: 256 threads, 16 items each for 4-byte values (16 KiB per tile, four
-/// 16-byte loads per thread), 8 for 8-byte ones. A first choice from the memory-level
-/// parallelism an H100 needs (~32 KiB in flight per SM); it needs measuring against CUB.
+/// 16-byte loads per thread), 8 for 8-byte ones, chosen from the memory-level parallelism an
+/// H100 needs (~32 KiB in flight per SM). Measured on the H100 (bench/results/
+/// 2026-11-23-h100-primitives.md): 2^27 int32 in 0.528 ms, 0.86x CUB DeviceScan's throughput,
+/// so integer scans go to CUB (cub_routes.hpp); other shapes: scripts/tune-primitives.sh.
 #ifndef SIMKIT_TUNE_SCAN_ITEMS  // a tuning run may build other shapes (scripts/tune-primitives.sh)
 #define SIMKIT_TUNE_SCAN_ITEMS 16
 #endif

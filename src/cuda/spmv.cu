@@ -37,7 +37,10 @@ namespace {
 #ifndef SIMKIT_TUNE_SPMV_THREADS
 #define SIMKIT_TUNE_SPMV_THREADS 256
 #endif
-/// 256 threads x 8 items. A first choice (Merrill uses 7 on Pascal); to be measured.
+/// 256 threads x 8 items (Merrill uses 7 on Pascal). Measured on the H100 with the splits still
+/// searched inside each block and the gathers issued one at a time (bench/results/
+/// 2026-11-23-h100-primitives.md): the power-law acceptance matrix in 1.53x cuSPARSE's time.
+/// Both were changed after that run; other shapes: scripts/tune-primitives.sh.
 constexpr int kThreads = SIMKIT_TUNE_SPMV_THREADS;
 constexpr int kItems = SIMKIT_TUNE_SPMV_ITEMS;
 constexpr int kTile = kThreads * kItems;
