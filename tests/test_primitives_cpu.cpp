@@ -54,6 +54,17 @@ TEST(PrimitivesCpu, ScanDoesNotDependOnThreadCount) {
   expect_equal_arrays(many, one, "1 vs 3 threads");
 }
 
+TEST(PrimitivesCpu, SegmentedScanDoesNotDependOnThreadCount) {
+  const std::vector<float> in = random_reals<float>(3000017, -1.0, 1.0, 5);
+  std::vector<uint8_t> heads(in.size(), 0);
+  std::mt19937_64 rng(6);
+  for (auto& h : heads) h = rng() % 100000 == 0;  // long segments, crossing many blocks
+  std::vector<float> one(in.size()), many(in.size());
+  segmented_inclusive_scan<float>(cpu_context(1), in, ArrayView<const uint8_t>(heads), ArrayView(one));
+  segmented_inclusive_scan<float>(cpu_context(3), in, ArrayView<const uint8_t>(heads), ArrayView(many));
+  expect_equal_arrays(many, one, "1 vs 3 threads");
+}
+
 TEST(PrimitivesCpu, ScanInPlace) {
   std::vector<int64_t> v = random_ints<int64_t>(200003, -9, 9, 4);
   const std::vector<int64_t> want = reference_scan(v, ScanOp::sum, true);

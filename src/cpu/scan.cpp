@@ -3,6 +3,7 @@
 // the fold since its last start) in pass 1, so that a block's carry stops at its first start.
 // Offsets are turned into head flags first (n bytes).
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -36,27 +37,33 @@ void segmented_blocked_scan(const Context& ctx, const T* in, const uint8_t* head
     if (n > 0) scan_block(0, identity);
     return;
   }
+  // The same schedule as blocked_scan (detail/scan_custom.hpp). Pass 1 folds each block into
+  // (does it hold a segment start, the fold since its last start); carry[b] becomes the fold of
+  // the segment open where block b begins.
   std::vector<uint8_t> starts(static_cast<size_t>(blocks));
-  std::vector<T> tail(static_cast<size_t>(blocks));
-  cpu_parallel_for(ctx, blocks, [&](int64_t b) {
-    const int64_t lo = b * kScanBlock, hi = std::min(n, lo + kScanBlock);
-    bool start = false;
-    T acc = identity;
-    for (int64_t i = lo; i < hi; ++i) {
-      if (i == 0 || heads[i] != 0) start = true, acc = identity;
-      acc = op(acc, in[i]);
-    }
-    starts[static_cast<size_t>(b)] = start;
-    tail[static_cast<size_t>(b)] = acc;
-  });
-  // carry[b]: the fold of the segment that is open where block b begins, up to there.
   std::vector<T> carry(static_cast<size_t>(blocks));
   T running = identity;
-  for (size_t b = 0; b < carry.size(); ++b) {
-    carry[b] = running;
-    running = starts[b] ? tail[b] : op(running, tail[b]);
-  }
-  cpu_parallel_for(ctx, blocks, [&](int64_t b) { scan_block(b, carry[static_cast<size_t>(b)]); });
+  scan_in_rounds(
+      ctx, blocks, kScanBlock * int64_t(sizeof(T) + 1),
+      [&](int64_t b) {
+        const int64_t lo = b * kScanBlock, hi = std::min(n, lo + kScanBlock);
+        bool start = false;
+        T acc = identity;
+        for (int64_t k = lo; k < hi; ++k) {
+          if (k == 0 || heads[k] != 0) start = true, acc = identity;
+          acc = op(acc, in[k]);
+        }
+        starts[static_cast<size_t>(b)] = start;
+        carry[static_cast<size_t>(b)] = acc;
+      },
+      [&](int64_t first, int64_t count) {
+        for (int64_t b = first; b < first + count; ++b) {
+          const T tail = carry[static_cast<size_t>(b)];
+          carry[static_cast<size_t>(b)] = running;
+          running = starts[static_cast<size_t>(b)] ? tail : op(running, tail);
+        }
+      },
+      [&](int64_t b) { scan_block(b, carry[static_cast<size_t>(b)]); });
 }
 
 template <class I>

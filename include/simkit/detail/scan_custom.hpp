@@ -31,13 +31,31 @@ void cpu_parallel_for(const Context& ctx, int64_t count, const std::function<voi
 /// How many threads cpu_parallel_for uses for ctx (at least 1).
 int cpu_parallel_width(const Context& ctx);
 
-/// out may equal in. exclusive: out[i] = identity op in[0] ... op in[i - 1].
-///
-/// The work goes in rounds of one block per thread: each thread folds its block, a serial
-/// step turns the round's totals into carries, and each thread then scans the block it just
-/// folded, which is still in its cache, so the array crosses the memory bus twice (read,
-/// write) instead of three times. Blocks and the order of every fold are those of the block
-/// cut alone, so the result is the same whatever the thread count.
+/// The schedule of the CPU scans: blocks [0, blocks) of block_bytes each go in rounds of `per`
+/// consecutive blocks per thread (about 512 KiB a thread, half an L2 of today's x86 cores).
+/// Each round runs fold(b) for its blocks in parallel, then settle(first, count) serially, then
+/// scan(b) in parallel, every thread on the blocks it just folded, which are still in its
+/// cache: the array crosses the memory bus twice (read, write) instead of three times.
+template <class Fold, class Settle, class Scan>
+void scan_in_rounds(const Context& ctx, int64_t blocks, int64_t block_bytes, Fold&& fold, Settle&& settle,
+                    Scan&& scan) {
+  const int64_t per = std::max<int64_t>(1, (int64_t{512} << 10) / std::max<int64_t>(block_bytes, 1));
+  const int64_t team = std::min<int64_t>(std::max(cpu_parallel_width(ctx), 1), (blocks + per - 1) / per);
+  for (int64_t first = 0; first < blocks; first += team * per) {
+    const int64_t count = std::min(team * per, blocks - first), threads = (count + per - 1) / per;
+    cpu_parallel_for(ctx, threads, [&](int64_t t) {
+      for (int64_t b = first + t * per; b < first + std::min((t + 1) * per, count); ++b) fold(b);
+    });
+    settle(first, count);
+    cpu_parallel_for(ctx, threads, [&](int64_t t) {
+      for (int64_t b = first + t * per; b < first + std::min((t + 1) * per, count); ++b) scan(b);
+    });
+  }
+}
+
+/// out may equal in. exclusive: out[i] = identity op in[0] ... op in[i - 1]. Blocks and the
+/// order of every fold are those of the block cut alone (scan_in_rounds only schedules them),
+/// so the result is the same whatever the thread count.
 template <class T, class Op>
 void blocked_scan(const Context& ctx, const T* in, T* out, int64_t n, Op op, T identity, bool exclusive) {
   const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
@@ -57,34 +75,24 @@ void blocked_scan(const Context& ctx, const T* in, T* out, int64_t n, Op op, T i
     if (n > 0) scan_block(0, identity);
     return;
   }
-  // Each thread takes `per` consecutive blocks a round: about 512 KiB, half an L2 of today's
-  // x86 cores, so that the fold's reads are still cached when the scan rereads them.
-  const int64_t per = std::max<int64_t>(1, (int64_t{512} << 10) / (kScanBlock * int64_t(sizeof(T))));
-  const int64_t team = std::min<int64_t>(std::max(cpu_parallel_width(ctx), 1), (blocks + per - 1) / per);
-  std::vector<T> carry(static_cast<size_t>(team * per));
+  std::vector<T> carry(static_cast<size_t>(blocks));  // block totals, then each block's carry
   T running = identity;
-  for (int64_t first = 0; first < blocks; first += team * per) {
-    const int64_t count = std::min(team * per, blocks - first);
-    auto each = [&](int64_t t, auto&& body) {  // thread t: blocks first + t * per, ...
-      for (int64_t i = t * per; i < (t + 1) * per && i < count; ++i) body(i);
-    };
-    cpu_parallel_for(ctx, (count + per - 1) / per, [&](int64_t t) {
-      each(t, [&](int64_t i) {
-        const int64_t lo = (first + i) * kScanBlock, hi = lo + kScanBlock < n ? lo + kScanBlock : n;
+  scan_in_rounds(
+      ctx, blocks, kScanBlock * int64_t(sizeof(T)),
+      [&](int64_t b) {
+        const int64_t lo = b * kScanBlock, hi = lo + kScanBlock < n ? lo + kScanBlock : n;
         T total = in[lo];
         for (int64_t k = lo + 1; k < hi; ++k) total = op(total, in[k]);
-        carry[static_cast<size_t>(i)] = total;
-      });
-    });
-    for (int64_t i = 0; i < count; ++i) {
-      const T total = carry[static_cast<size_t>(i)];
-      carry[static_cast<size_t>(i)] = running;
-      running = op(running, total);
-    }
-    cpu_parallel_for(ctx, (count + per - 1) / per, [&](int64_t t) {
-      each(t, [&](int64_t i) { scan_block(first + i, carry[static_cast<size_t>(i)]); });
-    });
-  }
+        carry[static_cast<size_t>(b)] = total;
+      },
+      [&](int64_t first, int64_t count) {
+        for (int64_t b = first; b < first + count; ++b) {
+          const T total = carry[static_cast<size_t>(b)];
+          carry[static_cast<size_t>(b)] = running;
+          running = op(running, total);
+        }
+      },
+      [&](int64_t b) { scan_block(b, carry[static_cast<size_t>(b)]); });
 }
 
 template <class T>
