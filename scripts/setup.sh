@@ -14,6 +14,7 @@ packages=(
   pkg-config
   libopenblas-dev     # CBLAS for the CPU backend
   libcli11-dev        # the simkit command line
+  libtbb-dev          # std::execution::par runs in parallel (the CPU peer of `bench primitives`)
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev
   clang-format        # the formatting test (scripts/check-format.sh)
