@@ -157,6 +157,38 @@ TEST(PrimitivesCpu, MergeKeysAndPairs) {
   expect_merge<int32_t, float>(cpu_context(), Where::host, 1 << 20, 1 << 20, KeyShape::few, Order::ascending, true, 5);
 }
 
+// Pairs of runs already in order are copied, not merged (src/cpu/merge_sort.cpp): all of b
+// strictly before all of a, and all of a before all of b with equal keys at the seam (a's
+// first). Values are positions in a ++ b, so any break of stability shows.
+TEST(PrimitivesCpu, MergeOfRangesAlreadyInOrder) {
+  const int64_t na = 200003, nb = 150001;
+  for (Order order : {Order::ascending, Order::descending})
+    for (bool b_first : {true, false}) {
+      std::vector<int32_t> a(static_cast<size_t>(na)), b(static_cast<size_t>(nb));
+      for (int64_t i = 0; i < na; ++i) a[size_t(i)] = int32_t(b_first ? 1000000 + i : i / 2);
+      for (int64_t j = 0; j < nb; ++j) b[size_t(j)] = int32_t(b_first ? j : (na - 1) / 2 + j / 2);
+      if (order == Order::descending) {
+        for (auto& x : a) x = -x;
+        for (auto& x : b) x = -x;
+      }
+      std::vector<int64_t> av(static_cast<size_t>(na)), bv(static_cast<size_t>(nb));
+      std::iota(av.begin(), av.end(), 0);
+      std::iota(bv.begin(), bv.end(), na);
+      std::vector<std::pair<int32_t, int64_t>> pa, pb, want(static_cast<size_t>(na + nb));
+      for (int64_t i = 0; i < na; ++i) pa.emplace_back(a[size_t(i)], av[size_t(i)]);
+      for (int64_t j = 0; j < nb; ++j) pb.emplace_back(b[size_t(j)], bv[size_t(j)]);
+      std::merge(pa.begin(), pa.end(), pb.begin(), pb.end(), want.begin(), [order](const auto& x, const auto& y) {
+        return order == Order::ascending ? x.first < y.first : x.first > y.first;
+      });
+      std::vector<int32_t> keys(want.size());
+      std::vector<int64_t> values(want.size());
+      merge<int32_t, int64_t>(cpu_context(), a, av, b, bv, ArrayView(keys), ArrayView(values), order);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_TRUE(keys[i] == want[i].first && values[i] == want[i].second)
+            << (b_first ? "b first" : "a first") << ", " << order_name(order) << ", at " << i;
+    }
+}
+
 TEST(PrimitivesCpu, SpmvShapes) {
   for (const char* shape : {"random", "powerlaw", "huge", "empty", "gaps"}) {
     const std::string s = shape;

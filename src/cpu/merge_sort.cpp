@@ -32,10 +32,27 @@ struct NoValue {};
 template <class V>
 constexpr bool kHasValues = !std::is_same_v<V, NoValue>;
 
-/// Outputs [d0, d1) of the stable merge of a and b.
+/// Outputs [d0, d1) of first[0, n_first) followed by second: two copies.
+template <class K, class V>
+void copy_concatenated(const K* first, const V* first_v, int64_t n_first, const K* second, const V* second_v, K* out,
+                       V* ov, int64_t d0, int64_t d1) {
+  const int64_t split = std::clamp(n_first, d0, d1);
+  std::memcpy(out + d0, first + d0, size_t(split - d0) * sizeof(K));
+  std::memcpy(out + split, second + (split - n_first), size_t(d1 - split) * sizeof(K));
+  if constexpr (kHasValues<V>) {
+    std::memcpy(ov + d0, first_v + d0, size_t(split - d0) * sizeof(V));
+    std::memcpy(ov + split, second_v + (split - n_first), size_t(d1 - split) * sizeof(V));
+  }
+}
+
+/// Outputs [d0, d1) of the stable merge of a and b. Ranges already in order (all of a not
+/// after all of b, or all of b strictly before all of a: sorted and reverse-sorted inputs, and
+/// most pairs of a nearly sorted one) are copied rather than merged.
 template <class K, class V, class Less>
 void merge_piece(const K* a, const V* av, int64_t na, const K* b, const V* bv, int64_t nb, K* out, V* ov, int64_t d0,
                  int64_t d1, Less less) {
+  if (na == 0 || nb == 0 || !less(b[0], a[na - 1])) return copy_concatenated(a, av, na, b, bv, out, ov, d0, d1);
+  if (less(b[nb - 1], a[0])) return copy_concatenated(b, bv, nb, a, av, out, ov, d0, d1);
   auto at_a = [a](int64_t i) { return a[i]; };
   auto at_b = [b](int64_t j) { return b[j]; };
   const int64_t i0 = merge_path_split(d0, na, nb, at_a, at_b, less);
@@ -71,8 +88,22 @@ void sort_chunk(K* keys, V* vals, int64_t n, Less less) {
   }
 }
 
+/// True when keys[0, n) is already in order (then a stable sort moves nothing). Each piece
+/// stops at its first descent, so an unsorted array costs little more than one look per piece.
+template <class K, class Less>
+bool already_sorted(const Context& ctx, const K* keys, int64_t n, Less less) {
+  const int64_t pieces = (n + kPiece - 1) / kPiece;
+  std::vector<uint8_t> ordered(static_cast<size_t>(pieces));
+  cpu_parallel_for(ctx, pieces, [&](int64_t p) {
+    const int64_t lo = p * kPiece, hi = std::min(n, lo + kPiece + 1);  // + 1: across the seam
+    ordered[size_t(p)] = std::is_sorted(keys + lo, keys + hi, less);
+  });
+  return std::all_of(ordered.begin(), ordered.end(), [](uint8_t o) { return o != 0; });
+}
+
 template <class K, class V, class Less>
 void merge_sort(const Context& ctx, K* keys, V* vals, int64_t n, Less less) {
+  if (already_sorted(ctx, keys, n, less)) return;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   cpu_parallel_for(ctx, chunks, [&](int64_t c) {
     const int64_t lo = c * kChunk, len = std::min(kChunk, n - lo);
