@@ -149,7 +149,9 @@ void merge(const Context& ctx, ConstArray<K> a_keys, ConstArray<V> a_values, Con
 
 /// Sorts keys in place, stable. Merge sort: tiles sorted in one piece, then log2(n / tile)
 /// merge passes (CPU: std::stable_sort on 32K-key chunks, then merge passes split across
-/// threads by merge path). O(n log n); the GPU needs n more keys (and values) of scratch.
+/// threads by merge path; an array already in order costs one read, and runs already in
+/// order are copied rather than merged). O(n log n); the GPU needs n more keys (and values)
+/// of scratch. On the GPU, CUB serves the sorts by default (see "Whose kernels" above).
 template <SortKey K>
 void sort(const Context& ctx, ArrayView<K> keys, Order order = Order::ascending);
 
