@@ -1,8 +1,8 @@
 // CSR y = A x on the CPU, balanced by merge path as on the GPU (src/cuda/spmv.cu).
 //
 // The merge of the row ends (offsets[1..rows]) with the non-zero indices 0..nnz-1 is cut into
-// pieces of kPiece items. Each piece walks its share: a non-zero adds its product to the open
-// row, a row end closes it. A row closed inside the piece that also began there is written at
+// pieces of kPiece items. Each piece sums, row by row, the non-zeros of every row that ends in
+// it. A row closed inside the piece that also began there is written at
 // once; the piece's first row, if it began in an earlier piece, leaves its partial sum in
 // `fix`; the row still open at the end leaves its partial in `carry`. A serial pass over the
 // pieces then adds each fixed row's carries from the pieces before it. Pieces are fixed by the
@@ -43,28 +43,38 @@ void spmv_typed(const Context& ctx, const SpmvArgs& a) {
   auto index = [](int64_t j) { return j; };
   auto less = [](int64_t u, int64_t v) { return u < v; };
 
+  // The products of non-zeros [j0, j1) summed in double, four running sums: the adds of one
+  // row do not wait on each other, and the order is fixed by the matrix alone.
+  auto row_sum = [&](int64_t j0, int64_t j1) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t k = j0;
+    for (; k + 4 <= j1; k += 4) {
+      s0 += double(val[k]) * double(x[col[k]]);
+      s1 += double(val[k + 1]) * double(x[col[k + 1]]);
+      s2 += double(val[k + 2]) * double(x[col[k + 2]]);
+      s3 += double(val[k + 3]) * double(x[col[k + 3]]);
+    }
+    for (; k < j1; ++k) s0 += double(val[k]) * double(x[col[k]]);
+    return (s0 + s1) + (s2 + s3);
+  };
+
   cpu_parallel_for(ctx, pieces, [&](int64_t p) {
     const int64_t d0 = p * kPiece, d1 = std::min(total, d0 + kPiece);
-    int64_t i = merge_path_split(d0, rows, nnz, row_end, index, less), j = d0 - i;
-    const int64_t i_end = merge_path_split(d1, rows, nnz, row_end, index, less), j_end = d1 - i_end;
-    const bool begun_before = i < rows && int64_t(off[i]) < j;
-    bool first = true;
-    double acc = 0;
-    while (i < i_end || j < j_end) {
-      if (i < i_end && (j == j_end || row_end(i) <= j)) {
-        if (first && begun_before)
-          fix[size_t(p)] = {i, acc};
-        else
-          y[i] = V(acc);
-        first = false;
-        acc = 0;
-        ++i;
-      } else {
-        acc += double(val[j]) * double(x[col[j]]);
-        ++j;
-      }
+    const int64_t i0 = merge_path_split(d0, rows, nnz, row_end, index, less);
+    const int64_t i1 = merge_path_split(d1, rows, nnz, row_end, index, less), j1 = d1 - i1;
+    int64_t j = d0 - i0;
+    // Rows i0 .. i1 - 1 end in this piece (their non-zeros before j are in earlier pieces);
+    // row i1 is still open at its end.
+    for (int64_t r = i0; r < i1; ++r) {
+      const int64_t end = row_end(r);
+      const double sum = row_sum(j, end);
+      if (r == i0 && int64_t(off[r]) < d0 - i0)  // begun in an earlier piece: settled below
+        fix[size_t(p)] = {r, sum};
+      else
+        y[r] = V(sum);
+      j = end;
     }
-    carry[size_t(p)] = {i, acc};
+    carry[size_t(p)] = {i1, row_sum(j, j1)};
   });
 
   Partial running;  // the reduce-by-row of the carries of the pieces seen so far
