@@ -3,7 +3,10 @@
 # run compute-sanitizer (memcheck, racecheck) over them, then the benchmarks and the PyTorch
 # peer script, and leave logs plus a short table under $OUT.
 #
-#   bash scripts/device-check.sh [all|tests|bench]      (default: all)
+#   bash scripts/device-check.sh [all|tests|sanitize|bench]      (default: all)
+#
+# tests: the gpu tests, the digits run and compute-sanitizer; sanitize: compute-sanitizer only
+# (a second call when the first ran out of time).
 #
 # Environment: SANITIZER=0 skips compute-sanitizer; SANITIZER_TESTS (names of test executables,
 # default every test_gpu_*: the ones whose kernels changed), SANITIZER_FILTER (a --gtest_filter)
@@ -58,7 +61,8 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   else
     log "  FAILED (see tests.log)"; status=1
   fi
-  if [ "${SANITIZER:-1}" = 1 ]; then
+fi
+if { [ "$what" = all ] || [ "$what" = tests ] && [ "${SANITIZER:-1}" = 1 ]; } || [ "$what" = sanitize ]; then
   log "compute-sanitizer memcheck + racecheck over the gpu test executables (in parallel)"
   # The sanitizer slows kernels 10-100x; SANITIZER_FILTER can leave the largest cases out.
   pids=()
@@ -91,7 +95,6 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
     fi
     cat "${f%.rc}.log" >>"$OUT/tests.log"
   done
-  fi
   grep "ERROR SUMMARY" "$OUT/tests.log" | sort | uniq -c | tee -a "$OUT/summary.txt"
 fi
 
