@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <execution>
 #include <numeric>
 #include <sstream>
@@ -246,6 +247,11 @@ void run_primitives_suite(const Options& o) {
       "             Gkeys/s. vs peer = peer time / simkit time (above 1: simkit is faster)\n"
       "  check:     scan, merge vs sequential references; sorts vs the peer's stable sort; spmv max |y - Ax| /\n"
       "             sum|a x| vs float64 <= 1e-6; select vs a sorted reference on 16 rows. error = mismatches\n\n");
+  if (on_gpu) {
+    const char* own = std::getenv("SIMKIT_PRIMITIVES_OWN");
+    if (own != nullptr && *own != '\0' && std::string(own) != "0")
+      std::printf("  note:      SIMKIT_PRIMITIVES_OWN is set: the gpu rows run simkit's own kernels as well\n\n");
+  }
   primitives::Report report;
   report.header();
   if (on_gpu)
