@@ -44,10 +44,10 @@ BlasSerialScope::~BlasSerialScope() {
 
 namespace simkit::detail {
 
-// Equal-sized pieces (the primitives cut their work so), so a static schedule: no per-piece
-// hand-out cost, and neighbouring pieces stay on one thread.
 int cpu_parallel_width(const Context& ctx) { return cpu::cpu_threads(ctx); }
 
+// Equal-sized pieces (the primitives cut their work so), so a static schedule: no per-piece
+// hand-out cost, and neighbouring pieces stay on one thread.
 void cpu_parallel_for(const Context& ctx, int64_t count, const std::function<void(int64_t)>& body) {
   if (count <= 0) return;
   const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cpu::cpu_threads(ctx), count)));

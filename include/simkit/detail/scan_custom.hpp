@@ -5,8 +5,9 @@
 //
 // The array is cut in blocks of kScanBlock elements, a size fixed by n alone: pass 1 folds
 // each block (in parallel), a serial scan of the block totals gives each block its carry, and
-// pass 2 scans each block from its carry (in parallel). Because the cut does not depend on the
-// thread count, neither does the rounding of a float scan.
+// pass 2 scans each block from its carry (in parallel), the two passes taken a round of blocks
+// at a time so that pass 2 finds its blocks in cache (scan_in_rounds). Because the cut does
+// not depend on the thread count, neither does the rounding of a float scan.
 
 #include <algorithm>
 #include <cstdint>
