@@ -37,6 +37,9 @@ namespace {
 #ifndef SIMKIT_TUNE_SPMV_THREADS
 #define SIMKIT_TUNE_SPMV_THREADS 256
 #endif
+#ifndef SIMKIT_TUNE_SPMV_MIN_BLOCKS  // resident blocks per SM asked of the register allocator
+#define SIMKIT_TUNE_SPMV_MIN_BLOCKS 1
+#endif
 /// 256 threads x 8 items (Merrill uses 7 on Pascal). Measured on the H100 with the splits still
 /// searched inside each block and the gathers issued one at a time (bench/results/
 /// 2026-11-23-h100-primitives.md): the power-law acceptance matrix in 1.53x cuSPARSE's time.
@@ -44,6 +47,7 @@ namespace {
 constexpr int kThreads = SIMKIT_TUNE_SPMV_THREADS;
 constexpr int kItems = SIMKIT_TUNE_SPMV_ITEMS;
 constexpr int kTile = kThreads * kItems;
+constexpr int kMinBlocks = SIMKIT_TUNE_SPMV_MIN_BLOCKS;
 
 /// A partial sum of one row; row -1 is "nothing" (the two-sided identity of the reduce-by-row).
 struct Partial {
@@ -86,7 +90,7 @@ __global__ void __launch_bounds__(256) spmv_partition(SpmvParams<V, I> p, int64_
 }
 
 template <class V, class I>
-__global__ void __launch_bounds__(kThreads) spmv_tiles(SpmvParams<V, I> p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) spmv_tiles(SpmvParams<V, I> p) {
   // The tile's row ends (integers) first, then its products (doubles): kTile 8-byte slots.
   __shared__ __align__(8) unsigned char s_raw[kTile * 8];
   __shared__ Partial s_warp_totals[kThreads / 32];
@@ -129,7 +133,7 @@ __global__ void __launch_bounds__(kThreads) spmv_tiles(SpmvParams<V, I> p) {
     }
   }
   {
-    int64_t c[kItems];
+    I c[kItems];
     V v[kItems], xv[kItems];
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
