@@ -38,12 +38,13 @@ namespace {
 #define SIMKIT_TUNE_SPMV_THREADS 256
 #endif
 #ifndef SIMKIT_TUNE_SPMV_MIN_BLOCKS  // resident blocks per SM asked of the register allocator
-#define SIMKIT_TUNE_SPMV_MIN_BLOCKS 1
+#define SIMKIT_TUNE_SPMV_MIN_BLOCKS 6
 #endif
-/// 256 threads x 8 items (Merrill uses 7 on Pascal). Measured on the H100 with the splits still
-/// searched inside each block and the gathers issued one at a time (bench/results/
-/// 2026-11-23-h100-primitives.md): the power-law acceptance matrix in 1.53x cuSPARSE's time.
-/// Both were changed after that run; other shapes: scripts/tune-primitives.sh.
+/// 256 threads x 8 items (Merrill uses 7 on Pascal), at least 6 blocks per SM (39 registers).
+/// Measured on the H100 for the acceptance matrix (1M rows, 20M non-zeros, one row of 1M;
+/// scripts/tune-primitives.sh, 2026-11-23), whole call: 8 items 0.285 ms, 4 items 0.358,
+/// 16 items 0.362; with 8 items, no register bound (68 registers, 3 blocks per SM) 0.346,
+/// 4 blocks 0.313, 6 blocks 0.280, 8 blocks (32 registers, spills) 0.309. cuSPARSE: 0.191.
 constexpr int kThreads = SIMKIT_TUNE_SPMV_THREADS;
 constexpr int kItems = SIMKIT_TUNE_SPMV_ITEMS;
 constexpr int kTile = kThreads * kItems;
@@ -202,23 +203,34 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) spmv_tiles(SpmvParams<V,
 }
 
 /// One block folds the tiles' carries in tile order (reduce-by-row) and settles every fix:
-/// y[row] = fix + the carries of the same row from the tiles just before.
+/// y[row] = fix + the carries of the same row from the tiles just before. Each thread loads
+/// its kPer carries and fixes together before using any (one memory round trip per round of
+/// 1024 x kPer tiles, not 3 x kPer: measured 52 us for the acceptance matrix's 10,254 tiles
+/// when the loads went one at a time).
 template <class V>
 __global__ void __launch_bounds__(1024) spmv_fixup(const Partial* carry, const Partial* fix, int64_t tiles, V* y) {
-  constexpr int kPer = 8;
+  constexpr int kPer = 4;
   __shared__ Partial s_warp_totals[32];
   Partial running{-1, 0.0};
   for (int64_t c0 = 0; c0 < tiles; c0 += 1024 * kPer) {
     const int64_t first = c0 + int64_t(threadIdx.x) * kPer;
+    Partial c[kPer], f[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const bool in = first + k < tiles;
+      c[k] = in ? carry[first + k] : Partial{-1, 0.0};
+      f[k] = in ? fix[first + k] : Partial{-1, 0.0};
+    }
     Partial mine{-1, 0.0};
-    for (int k = 0; k < kPer && first + k < tiles; ++k) mine = ByRow{}(mine, carry[first + k]);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) mine = ByRow{}(mine, c[k]);
     Partial before, all;
     block_exclusive_scan<1024>(mine, ByRow{}, Partial{-1, 0.0}, before, all, s_warp_totals);
     Partial seen = ByRow{}(running, before);
-    for (int k = 0; k < kPer && first + k < tiles; ++k) {
-      const Partial f = fix[first + k];
-      if (f.row >= 0) y[f.row] = V(f.value + (seen.row == f.row ? seen.value : 0.0));
-      seen = ByRow{}(seen, carry[first + k]);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      if (f[k].row >= 0) y[f[k].row] = V(f[k].value + (seen.row == f[k].row ? seen.value : 0.0));
+      seen = ByRow{}(seen, c[k]);
     }
     running = ByRow{}(running, all);
   }
