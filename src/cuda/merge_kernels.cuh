@@ -45,10 +45,10 @@ struct NoValue {};
 #endif
 
 /// 256 threads x 16 keys (4-byte keys) or x 8 (8-byte): 16 KiB of keys per tile. Measured on
-/// the H100 with the splits still searched inside each block and loads one at a time
-/// (bench/results/2026-11-23-h100-primitives.md): the 2^27 int32 merge at 0.66x CUB
-/// DeviceMerge, the merge sort at 0.50x CUB DeviceMergeSort. Both were changed after that run
-/// (merge_partition, loads issued together); other shapes: scripts/tune-primitives.sh.
+/// the H100 (bench/results/2026-11-23-h100-primitives.md), merge of two 2^26 int32 halves,
+/// whole call: 16 keys 0.479 ms (0.85x CUB DeviceMerge), 12 keys 0.494, 8 keys 0.546 (0.66x
+/// before merge_partition and the staged loads); the merge sort at 2^27 0.53x CUB
+/// DeviceMergeSort. CUB stays ahead, so int keys-only merges and all sorts go to CUB.
 template <class K>
 struct MergeShape {
   static constexpr int THREADS = SIMKIT_TUNE_MERGE_THREADS;

@@ -29,8 +29,9 @@ namespace simkit::detail::cuda {
 /// Tile shape of the scan: 256 threads, 16 items each for 4-byte values (16 KiB per tile, four
 /// 16-byte loads per thread), 8 for 8-byte ones, chosen from the memory-level parallelism an
 /// H100 needs (~32 KiB in flight per SM). Measured on the H100 (bench/results/
-/// 2026-11-23-h100-primitives.md): 2^27 int32 in 0.528 ms, 0.86x CUB DeviceScan's throughput,
-/// so integer scans go to CUB (cub_routes.hpp); other shapes: scripts/tune-primitives.sh.
+/// 2026-11-23-h100-primitives.md), 2^27 int32, whole call: 16 items 0.525 ms (0.88x CUB
+/// DeviceScan), 24 items 0.512 (0.89x), 12 items 0.626 (0.73x); CUB stays ahead, so integer
+/// scans go to CUB (cub_routes.hpp).
 #ifndef SIMKIT_TUNE_SCAN_ITEMS  // a tuning run may build other shapes (scripts/tune-primitives.sh)
 #define SIMKIT_TUNE_SCAN_ITEMS 16
 #endif
