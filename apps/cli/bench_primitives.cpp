@@ -11,7 +11,6 @@
 //   select    the k smallest of every row of a uniform float matrix, k = 10 and 100
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <execution>
@@ -19,7 +18,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <simkit/error.hpp>
@@ -90,14 +88,6 @@ const char* std_par_backend() {
 #else
   return "the library's own";
 #endif
-}
-
-/// simkit (OpenMP) and its peer (TBB) each keep their worker threads spinning for a while after
-/// a parallel call; timed back to back, one side's spinning threads would take the cores the
-/// other is timed on. A pause first lets the other side's workers go to sleep.
-Stats timed(const Setup& s, const std::function<void()>& fn, const std::function<void()>& setup = {}) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  return summarize(setup ? time_runs(fn, s.warmup, s.repeat, setup) : time_runs(fn, s.warmup, s.repeat));
 }
 
 /// Stable sort of int32 keys (with `pairs`, each with its position as value) by simkit and by

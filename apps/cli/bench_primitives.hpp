@@ -4,12 +4,14 @@
 // references the checks use, and the report (table lines and CSV rows). Host code only.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -239,6 +241,17 @@ class Report {
   TablePrinter table_;
   std::vector<Row> rows_;
 };
+
+/// The median (and spread) of setup.repeat timed runs of fn after setup.warmup untimed ones;
+/// `before`, when given, runs untimed ahead of every run (a sort in place needs its input back).
+/// On the CPU, simkit (OpenMP) and its peer (TBB) each keep their workers spinning for a while
+/// after a parallel call; timed back to back, one side's spinning threads would take the cores
+/// the other is timed on, so a pause first lets them go to sleep.
+inline Stats timed(const Setup& setup, const std::function<void()>& fn, const std::function<void()>& before = {}) {
+  if (setup.ctx.device == Device::cpu) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  return summarize(before ? time_runs(fn, setup.warmup, setup.repeat, before)
+                          : time_runs(fn, setup.warmup, setup.repeat));
+}
 
 /// "2^27" for powers of two, else the number.
 inline std::string size_label(int64_t n) {

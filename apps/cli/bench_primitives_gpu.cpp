@@ -71,8 +71,8 @@ struct Gpu {
     if (s.gpu->memory_bandwidth_gbs > 0) return 100.0 * gb / s.gpu->memory_bandwidth_gbs;
     return std::nullopt;
   }
-  Stats timed(const std::function<void()>& fn, const std::function<void()>& setup = {}) const {
-    return summarize(setup ? time_runs(fn, s.warmup, s.repeat, setup) : time_runs(fn, s.warmup, s.repeat));
+  Stats timed(const std::function<void()>& fn, const std::function<void()>& before = {}) const {
+    return primitives::timed(s, fn, before);
   }
 };
 

@@ -27,4 +27,12 @@ struct Descending {
   SIMKIT_HD bool operator()(K a, K b) const { return Ascending<K>{}(b, a); }
 };
 
+/// Calls f with the comparator of `order` (Ascending<K> or Descending<K>): the dispatch every
+/// backend's merge and sort entry points share.
+template <class K, class F>
+decltype(auto) with_order(Order order, F&& f) {
+  if (order == Order::descending) return f(Descending<K>{});
+  return f(Ascending<K>{});
+}
+
 }  // namespace simkit::detail

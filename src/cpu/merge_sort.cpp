@@ -156,12 +156,6 @@ void with_payload(const Raw& values, F&& f) {
   return f(uint64_t{});
 }
 
-template <class K, class F>
-void with_order(Order order, F&& f) {
-  if (order == Order::descending) return f(Descending<K>{});
-  return f(Ascending<K>{});
-}
-
 }  // namespace
 
 void merge(const Context& ctx, const MergeArgs& a) {

@@ -46,12 +46,6 @@ cudaError_t scan_call(void* temp, size_t& bytes, const T* in, T* out, int64_t n,
   }
 }
 
-template <class K, class F>
-decltype(auto) with_order(Order order, F&& f) {
-  if (order == Order::descending) return f(Descending<K>{});
-  return f(Ascending<K>{});
-}
-
 /// Radix sort of int keys through double buffers (the second halves in temp); the result is
 /// copied back when CUB leaves it in the second buffer (an odd number of digit passes).
 template <class K, class V>

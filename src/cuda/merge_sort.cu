@@ -102,12 +102,6 @@ void with_value(size_t bytes, F&& f) {
   return f(uint64_t{});
 }
 
-template <class K, class F>
-void with_order(Order order, F&& f) {
-  if (order == Order::descending) return f(Descending<K>{});
-  return f(Ascending<K>{});
-}
-
 }  // namespace
 
 size_t merge_scratch_bytes(Dtype key, int64_t n) {
