@@ -31,6 +31,18 @@ struct Context {
   size_t gpu_memory_budget = 0;
   /// Called now and then during long work with the fraction done in [0, 1]; may be empty.
   std::function<void(double)> progress;
+  /// A CUDA stream (a cudaStream_t, passed as an opaque pointer so that this header needs no
+  /// CUDA types); null: simkit's own streams, and every call returns with its work done.
+  ///
+  /// With a stream, a GPU call's work is ordered on it: after what the caller queued there
+  /// before, before what it queues next (a torch or CuPy stream, a server's per-batch stream).
+  /// A call that touches host memory, or must report a check it makes on device data (NaN or
+  /// Inf in device inputs, CSR structure, segment offsets), still waits for that stream before
+  /// it returns. A call whose arrays are all on the device and that has nothing to report
+  /// returns as soon as its work is queued (sort, merge, a plain scan, select_k, a pairwise dot
+  /// or l1 matrix excepted for its NaN check...): synchronise the stream, or order later work on
+  /// it, before reading the results. The CPU backend ignores the stream.
+  void* stream = nullptr;
 };
 
 struct GpuInfo {

@@ -1,18 +1,51 @@
 #pragma once
-// The seam between src/core (validation, dispatch) and the two backends. Core validates every
-// argument before calling in, so backends may assume: non-empty sets, equal dimensions,
-// 1 <= k <= n, finite inputs, correctly shaped outputs. One exception: cuda::pairwise checks
-// its device-resident inputs for NaN / Inf itself and throws the same invalid_argument.
+// The seam between src/core and the two backends: one interface, one argument struct per
+// operation. Core validates every argument, builds the metric plan and picks the backend
+// (backend_for); a backend may then assume non-empty sets, equal dimensions, 1 <= k <= n,
+// finite host inputs, correctly shaped outputs, lengths and element types that agree, and --
+// on the CPU -- host memory only. Data that lives on the device is checked by the CUDA backend
+// during its own passes (NaN / Inf in pairwise inputs, CSR structure, segment offsets) and
+// reported with the same invalid_argument the host checks throw.
+//
+// The CPU backend is always built (src/cpu/backend.cpp); the CUDA backend exists when the
+// build has CUDA (src/cuda/backend.cpp) and cuda_backend() is null otherwise.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include <simkit/context.hpp>
 #include <simkit/matrix.hpp>
-#include <simkit/metric.hpp>
+#include <simkit/primitives.hpp>
+
+#include "core/metric_plan.hpp"
+#include "core/raw_array.hpp"
 
 namespace simkit::detail {
+
+struct PairwiseArgs {
+  MatrixView<const float> Q, X;
+  MetricPlan plan;
+  MatrixView<float> out;  // Q.rows x X.rows
+};
+
+struct KnnArgs {
+  MatrixView<const float> Q, X;
+  int64_t k = 0;
+  MetricPlan plan;
+  MatrixView<float> values;  // Q.rows x k
+  MatrixView<int64_t> ids;   // Q.rows x k
+};
+
+/// out[j] = sum_i q[i] exp(-|Y_j - X_i|^2 / h^2); q has X.rows values, on the host.
+struct GaussArgs {
+  MatrixView<const float> X;
+  const double* q = nullptr;
+  MatrixView<const float> Y;
+  double h = 0;
+  MatrixView<double> out;
+};
 
 /// The IFGT plan for one problem (core/ifgt_plan.cpp): clusters, centres, order, cut-off, and
 /// the predicted costs that `auto` compares.
@@ -46,44 +79,73 @@ struct IfgtFinal {
   std::vector<double> reach;  // per cluster: r + its radius, the cut-off distance from its centre
 };
 
-namespace cpu {
-// Host memory only.
-void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric,
-              MatrixView<float> out);
-void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
-         MatrixView<float> values, MatrixView<int64_t> ids);
-/// Direct Gauss transform: out[j] = sum_i q[i] exp(-|Y_j - X_i|^2 / h^2); q has X.rows values.
-void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
-                  double* out);
-/// The IFGT with a plan from plan_ifgt (host views).
-IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
-                     double h, const IfgtChoice& choice, double* out);
-}  // namespace cpu
+struct ScanArgs {
+  Raw in, out;
+  Raw segments;  // none: a plain scan; u8: head flags; i32 / i64: offsets (segments.size - 1 segments)
+  ScanOp op = ScanOp::sum;
+  bool exclusive = false;
+};
 
-namespace cuda {
-// In a CPU-only build these are defined in src/core/cuda_absent.cpp: gpus() is empty and the
-// rest throw Error(unsupported).
-std::vector<GpuInfo> gpus();
-/// How many devices gpus() lists, without its per-call free-memory queries: what every call's
-/// device resolution needs, cheaply.
-int device_count();
-// Views may be host or device, independently.
-void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric,
-              MatrixView<float> out);
-void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
-         MatrixView<float> values, MatrixView<int64_t> ids);
-/// Direct Gauss transform on the GPU; X, Y, out host or device, q on the host.
-void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
-                  MatrixView<double> out);
-/// The IFGT on the GPU with a plan from plan_ifgt (d <= kIfgtMaxGpuDims); views as above.
-IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
-                     double h, const IfgtChoice& choice, MatrixView<double> out);
-/// The IFGT plan's sample of sources and targets, either of them host or device (ifgt.cu).
-IfgtSample ifgt_sample(const Context& ctx, MatrixView<const float> X, MatrixView<const float> Y);
-/// True when every element of a device-resident matrix is finite.
-bool all_finite_on_device(const Context& ctx, MatrixView<const float> m);
-/// CUDA architectures this library was compiled for, e.g. "80;86;89;90".
-const char* compiled_architectures() noexcept;
-}  // namespace cuda
+struct SpmvArgs {
+  int64_t rows = 0, cols = 0;
+  Raw offsets, indices, values, x, y;  // offsets and indices share their type, values, x, y theirs
+};
+
+/// values absent (Dtype::none) in every slot: keys only.
+struct MergeArgs {
+  Raw a_keys, a_values, b_keys, b_values, out_keys, out_values;
+  Order order = Order::ascending;
+};
+
+struct SortArgs {
+  Raw keys, values;
+  Order order = Order::ascending;
+};
+
+struct SelectKArgs {
+  MatrixView<const float> in;
+  int64_t k = 0;
+  Order order = Order::ascending;
+  MatrixView<float> values;
+  MatrixView<int64_t> ids;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const noexcept = 0;
+
+  virtual void pairwise(const Context& ctx, const PairwiseArgs& a) const = 0;
+  virtual void knn(const Context& ctx, const KnnArgs& a) const = 0;
+  virtual void gauss_direct(const Context& ctx, const GaussArgs& a) const = 0;
+  /// The IFGT with a plan from plan_ifgt.
+  virtual IfgtFinal gauss_ifgt(const Context& ctx, const GaussArgs& a, const IfgtChoice& choice) const = 0;
+  /// The IFGT plan's sample of sources and targets where this backend keeps them.
+  virtual IfgtSample ifgt_sample(const Context& ctx, MatrixView<const float> X, MatrixView<const float> Y) const = 0;
+
+  virtual void scan(const Context& ctx, const ScanArgs& a) const = 0;
+  virtual void spmv(const Context& ctx, const SpmvArgs& a) const = 0;
+  virtual void merge(const Context& ctx, const MergeArgs& a) const = 0;
+  virtual void sort(const Context& ctx, const SortArgs& a) const = 0;
+  virtual void select_k(const Context& ctx, const SelectKArgs& a) const = 0;
+
+  /// True when every element of a matrix this backend can read is finite.
+  virtual bool all_finite(const Context& ctx, MatrixView<const float> m) const = 0;
+
+  // The devices behind the backend (none for the CPU).
+  virtual std::vector<GpuInfo> gpus() const { return {}; }
+  /// How many devices gpus() lists, without its per-call free-memory queries.
+  virtual int device_count() const { return 0; }
+  /// CUDA architectures the backend was compiled for, e.g. "80;86;89;90".
+  virtual const char* architectures() const noexcept { return ""; }
+};
+
+const Backend& cpu_backend();
+/// The CUDA backend, or null in a build without CUDA (src/core/cuda_absent.cpp).
+const Backend* cuda_backend();
+
+/// The backend that runs a call: the device Context asks for (resolve_device); refuses with
+/// invalid_argument, prefixed by `fn` when given, a device-resident array on the CPU.
+const Backend& backend_for(const Context& ctx, std::initializer_list<Memory> arrays, const char* fn = nullptr);
 
 }  // namespace simkit::detail

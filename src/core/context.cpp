@@ -9,8 +9,8 @@
 #include <omp.h>
 #endif
 
-#include "backend.hpp"
 #include "build_config.hpp"
+#include "core/backend.hpp"
 
 namespace simkit {
 
@@ -32,7 +32,10 @@ const char* to_string(Device d) noexcept {
 
 bool built_with_cuda() noexcept { return SIMKIT_BUILT_WITH_CUDA != 0; }
 
-std::vector<GpuInfo> gpus() { return detail::cuda::gpus(); }
+std::vector<GpuInfo> gpus() {
+  const detail::Backend* cuda = detail::cuda_backend();
+  return cuda != nullptr ? cuda->gpus() : std::vector<GpuInfo>{};
+}
 
 Device resolve_device(const Context& ctx) {
   if (ctx.device == Device::cpu) return Device::cpu;
@@ -41,7 +44,7 @@ Device resolve_device(const Context& ctx) {
       throw Error(ErrorCode::unsupported, "this simkit was built without CUDA; use --device cpu or auto");
     return Device::cpu;
   }
-  const int count = detail::cuda::device_count();
+  const int count = detail::cuda_backend()->device_count();
   const bool have = ctx.gpu_id >= 0 && ctx.gpu_id < count;
   if (have) return Device::gpu;
   if (ctx.device == Device::gpu)
@@ -64,7 +67,7 @@ std::string build_info() {
   s << "  OpenMP:       off\n";
 #endif
   if (built_with_cuda())
-    s << "  CUDA:         on, architectures " << detail::cuda::compiled_architectures() << "\n";
+    s << "  CUDA:         on, architectures " << detail::cuda_backend()->architectures() << "\n";
   else
     s << "  CUDA:         off (CPU-only build)\n";
   return s.str();

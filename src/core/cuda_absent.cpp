@@ -1,54 +1,28 @@
-// The CUDA seam in a CPU-only build: no devices, and every GPU entry refuses politely.
+// A build without CUDA: no CUDA backend, and DeviceMatrix constructible only empty.
+#include <simkit/device_matrix.hpp>
 #include <simkit/error.hpp>
 
-#include "backend.hpp"
-#include "primitives_backend.hpp"
+#include "core/backend.hpp"
 
-namespace simkit::detail::cuda {
+namespace simkit {
+
+namespace detail {
+const Backend* cuda_backend() { return nullptr; }
+}  // namespace detail
 
 namespace {
 [[noreturn]] void refuse() {
-  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA; use --device cpu");
+  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA: no device memory");
 }
 }  // namespace
 
-std::vector<GpuInfo> gpus() { return {}; }
-int device_count() { return 0; }
-void pairwise(const Context&, MatrixView<const float>, MatrixView<const float>, Metric, MatrixView<float>) { refuse(); }
-void knn(const Context&, MatrixView<const float>, MatrixView<const float>, int64_t, Metric, MatrixView<float>,
-         MatrixView<int64_t>) {
-  refuse();
-}
-void gauss_direct(const Context&, MatrixView<const float>, const double*, MatrixView<const float>, double,
-                  MatrixView<double>) {
-  refuse();
-}
-IfgtFinal gauss_ifgt(const Context&, MatrixView<const float>, const double*, MatrixView<const float>, double,
-                     const IfgtChoice&, MatrixView<double>) {
-  refuse();
-}
-IfgtSample ifgt_sample(const Context&, MatrixView<const float>, MatrixView<const float>) { refuse(); }
-bool all_finite_on_device(const Context&, MatrixView<const float>) { refuse(); }
-const char* compiled_architectures() noexcept { return ""; }
-void scan(const Context&, const ScanArgs&) { refuse(); }
-void spmv(const Context&, const SpmvArgs&) { refuse(); }
-void merge(const Context&, const MergeArgs&) { refuse(); }
-void sort(const Context&, const SortArgs&) { refuse(); }
-void select_k(const Context&, const SelectKArgs&) { refuse(); }
-
-}  // namespace simkit::detail::cuda
-
-// DeviceMatrix in a CPU-only build: constructible only empty.
-#include <simkit/device_matrix.hpp>
-
-namespace simkit {
 template <class T>
 DeviceMatrix<T>::DeviceMatrix(const Context&, int64_t, int64_t) {
-  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA: no device memory");
+  refuse();
 }
 template <class T>
 DeviceMatrix<T>::DeviceMatrix(const Context&, MatrixView<const T>) {
-  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA: no device memory");
+  refuse();
 }
 template <class T>
 DeviceMatrix<T>::~DeviceMatrix() = default;
@@ -58,7 +32,7 @@ template <class T>
 DeviceMatrix<T>& DeviceMatrix<T>::operator=(DeviceMatrix&&) noexcept = default;
 template <class T>
 void DeviceMatrix<T>::copy_to_host(MatrixView<T>) const {
-  throw Error(ErrorCode::unsupported, "this simkit was built without CUDA: no device memory");
+  refuse();
 }
 template class DeviceMatrix<float>;
 template class DeviceMatrix<int64_t>;

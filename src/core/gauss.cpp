@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "ifgt_plan.hpp"
-#include "validate.hpp"
+#include "core/backend.hpp"
+#include "core/ifgt_plan.hpp"
+#include "core/validate.hpp"
 
 namespace simkit {
 
@@ -82,14 +82,9 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
   check_arguments(X, q, Y, h, out, options);
   // Host data is checked before the device is resolved, so bad input fails with its own
   // message alone (as in knn).
-  if (X.where == Memory::host) detail::check_finite(ctx, X, "sources");
-  if (Y.where == Memory::host) detail::check_finite(ctx, Y, "targets");
-  const Device dev = resolve_device(ctx);
-  const bool any_on_device = X.where == Memory::device || Y.where == Memory::device || out.where == Memory::device;
-  if (dev == Device::cpu && any_on_device)
-    throw Error(ErrorCode::invalid_argument, "the CPU backend needs host memory; pass host views or use the GPU");
-  if (X.where == Memory::device) detail::check_finite(ctx, X, "sources");
-  if (Y.where == Memory::device) detail::check_finite(ctx, Y, "targets");
+  detail::check_host_finite(ctx, {{X, "sources"}, {Y, "targets"}});
+  const detail::Backend& backend = detail::backend_for(ctx, {X.where, Y.where, out.where});
+  detail::check_device_finite(ctx, {{X, "sources"}, {Y, "targets"}});
 
   std::vector<double> ones;
   const double* weights = q.data();
@@ -103,14 +98,13 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
   bool use_ifgt = false;
   detail::IfgtChoice choice;
   if (options.method != GaussMethod::direct) {
-    const bool on_device = X.where == Memory::device || Y.where == Memory::device;
     const auto t0 = std::chrono::steady_clock::now();
     if (std::getenv("SIMKIT_IFGT_TRACE") != nullptr)
       std::fprintf(stderr, "ifgt trace: checks %.3f ms\n",
                    std::chrono::duration<double, std::milli>(t0 - t_start).count());
-    const detail::IfgtSample sample = on_device ? detail::cuda::ifgt_sample(ctx, X, Y) : detail::ifgt_sample(X, Y);
+    const detail::IfgtSample sample = backend.ifgt_sample(ctx, X, Y);
     const auto t1 = std::chrono::steady_clock::now();
-    choice = detail::plan_ifgt(ctx, dev, sample, h, options);
+    choice = detail::plan_ifgt(ctx, backend.device(), sample, h, options);
     if (std::getenv("SIMKIT_IFGT_TRACE") != nullptr)  // with the phases of cuda/ifgt.cu
       std::fprintf(stderr, "ifgt trace: sample %.3f ms, plan %.3f ms (%s)\n",
                    std::chrono::duration<double, std::milli>(t1 - t0).count(),
@@ -133,9 +127,9 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
     }
   }
 
+  const detail::GaussArgs args{X, weights, Y, h, out};
   if (use_ifgt) {
-    const detail::IfgtFinal fin = dev == Device::gpu ? detail::cuda::gauss_ifgt(ctx, X, weights, Y, h, choice, out)
-                                                     : detail::cpu::gauss_ifgt(ctx, X, weights, Y, h, choice, out.data);
+    const detail::IfgtFinal fin = backend.gauss_ifgt(ctx, args, choice);
     if (std::getenv("SIMKIT_IFGT_TRACE") != nullptr)
       std::fprintf(stderr, "ifgt trace: whole call %.3f ms\n",
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count());
@@ -149,10 +143,8 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
       report.note += "the fixed order p = " + std::to_string(fin.order) + " guarantees only " + num(fin.error_bound) +
                      " x sum|q|, above eps";
     }
-  } else if (dev == Device::gpu) {
-    detail::cuda::gauss_direct(ctx, X, weights, Y, h, out);
   } else {
-    detail::cpu::gauss_direct(ctx, X, weights, Y, h, out.data);
+    backend.gauss_direct(ctx, args);
   }
   return report;
 }

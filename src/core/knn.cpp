@@ -1,10 +1,9 @@
 #include <simkit/error.hpp>
 #include <simkit/knn.hpp>
 
-#include <string>
-
-#include "backend.hpp"
-#include "validate.hpp"
+#include "core/backend.hpp"
+#include "core/expects.hpp"
+#include "core/validate.hpp"
 
 namespace simkit {
 
@@ -13,27 +12,17 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
   detail::check_points(Q, "queries");
   detail::check_points(X, "base");
   detail::check_same_dim(Q, X);
-  if (k < 1) throw Error(ErrorCode::invalid_argument, "k must be at least 1, got " + std::to_string(k));
-  if (k > X.rows)
-    throw Error(ErrorCode::invalid_argument,
-                "k = " + std::to_string(k) + " exceeds the base size n = " + std::to_string(X.rows));
+  SIMKIT_EXPECTS(k >= 1, invalid_argument, "k must be at least 1, got ", k);
+  SIMKIT_EXPECTS(k <= X.rows, invalid_argument, "k = ", k, " exceeds the base size n = ", X.rows);
   detail::check_output_shape(values, Q.rows, k, "values");
   detail::check_output_shape(ids, Q.rows, k, "ids");
+  const detail::MetricPlan plan = detail::plan_metric(metric);
   // Host data is checked before the device is resolved, so bad input fails with its own
   // message alone (no "running on the CPU" notice ahead of it).
-  if (Q.where == Memory::host) detail::check_finite(ctx, Q, "queries");
-  if (X.where == Memory::host) detail::check_finite(ctx, X, "base");
-  const Device dev = resolve_device(ctx);
-  const bool any_on_device = Q.where == Memory::device || X.where == Memory::device || values.where == Memory::device ||
-                             ids.where == Memory::device;
-  if (dev == Device::cpu && any_on_device)
-    throw Error(ErrorCode::invalid_argument, "the CPU backend needs host memory; pass host views or use the GPU");
-  if (Q.where == Memory::device) detail::check_finite(ctx, Q, "queries");
-  if (X.where == Memory::device) detail::check_finite(ctx, X, "base");
-  if (dev == Device::gpu)
-    detail::cuda::knn(ctx, Q, X, k, metric, values, ids);
-  else
-    detail::cpu::knn(ctx, Q, X, k, metric, values, ids);
+  detail::check_host_finite(ctx, {{Q, "queries"}, {X, "base"}});
+  const detail::Backend& backend = detail::backend_for(ctx, {Q.where, X.where, values.where, ids.where});
+  detail::check_device_finite(ctx, {{Q, "queries"}, {X, "base"}});
+  backend.knn(ctx, detail::KnnArgs{Q, X, k, plan, values, ids});
 }
 
 KnnResult knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric) {

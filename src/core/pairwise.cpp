@@ -1,8 +1,8 @@
 #include <simkit/error.hpp>
 #include <simkit/pairwise.hpp>
 
-#include "backend.hpp"
-#include "validate.hpp"
+#include "core/backend.hpp"
+#include "core/validate.hpp"
 
 namespace simkit {
 
@@ -12,19 +12,12 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
   detail::check_points(X, "base");
   detail::check_same_dim(Q, X);
   detail::check_output_shape(out, Q.rows, X.rows, "output");
+  const detail::MetricPlan plan = detail::plan_metric(metric);
   // Host data is checked here, before the device is resolved (so bad input fails with its
   // own message alone); device-resident inputs are checked by the CUDA backend inside its own
   // passes (src/cuda/pairwise.cpp).
-  if (Q.where == Memory::host) detail::check_finite(ctx, Q, "queries");
-  if (X.where == Memory::host) detail::check_finite(ctx, X, "base");
-  const Device dev = resolve_device(ctx);
-  const bool any_on_device = Q.where == Memory::device || X.where == Memory::device || out.where == Memory::device;
-  if (dev == Device::cpu && any_on_device)
-    throw Error(ErrorCode::invalid_argument, "the CPU backend needs host memory; pass host views or use the GPU");
-  if (dev == Device::gpu)
-    detail::cuda::pairwise(ctx, Q, X, metric, out);
-  else
-    detail::cpu::pairwise(ctx, Q, X, metric, out);
+  detail::check_host_finite(ctx, {{Q, "queries"}, {X, "base"}});
+  detail::backend_for(ctx, {Q.where, X.where, out.where}).pairwise(ctx, detail::PairwiseArgs{Q, X, plan, out});
 }
 
 Matrix<float> pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric) {

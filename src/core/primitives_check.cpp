@@ -28,13 +28,11 @@ void check_apart(const char* fn, const Raw& out, const char* out_name, const Raw
                            (same_ok ? " without being the same array" : " (they must be separate arrays)"));
 }
 
-Device primitive_device(const Context& ctx, const char* fn, std::initializer_list<Raw> arrays) {
-  const Device dev = resolve_device(ctx);
-  if (dev == Device::cpu)
-    for (const Raw& a : arrays)
-      if (a.where == Memory::device && a.size > 0)
-        primitive_fail(fn, "the CPU backend needs host memory; pass host arrays or use the GPU");
-  return dev;
+const Backend& primitive_backend(const Context& ctx, const char* fn, std::initializer_list<Raw> arrays) {
+  // An empty array holds nothing to move, wherever its pointer points.
+  bool on_device = false;
+  for (const Raw& a : arrays) on_device |= a.size > 0 && a.where == Memory::device;
+  return backend_for(ctx, {on_device ? Memory::device : Memory::host}, fn);
 }
 
 template <class I>

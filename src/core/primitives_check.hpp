@@ -8,7 +8,7 @@
 
 #include <simkit/context.hpp>
 
-#include "primitives_backend.hpp"
+#include "core/backend.hpp"
 
 namespace simkit::detail {
 
@@ -21,8 +21,8 @@ void check_length(const char* fn, const Raw& a, int64_t size, const char* name);
 void check_apart(const char* fn, const Raw& out, const char* out_name, const Raw& in, const char* in_name,
                  bool same_ok = false);
 
-/// The device that runs the call; refuses device arrays when that is the CPU.
-Device primitive_device(const Context& ctx, const char* fn, std::initializer_list<Raw> arrays);
+/// The backend that runs the call (backend_for); refuses non-empty device arrays on the CPU.
+const Backend& primitive_backend(const Context& ctx, const char* fn, std::initializer_list<Raw> arrays);
 
 /// Offsets of `count` entries that rise from 0 to `end`, never falling; host memory.
 template <class I>

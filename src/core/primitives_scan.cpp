@@ -4,8 +4,7 @@
 
 #include <string>
 
-#include "primitives_backend.hpp"
-#include "primitives_check.hpp"
+#include "core/primitives_check.hpp"
 
 namespace simkit {
 
@@ -37,12 +36,9 @@ void run_scan(const Context& ctx, const char* fn, ArrayView<const T> in, ArrayVi
     }
   }
   if (in.size == 0) return;
-  const Device dev = detail::primitive_device(ctx, fn, {rin, rout, segments});
+  const detail::Backend& backend = detail::primitive_backend(ctx, fn, {rin, rout, segments});
   const detail::ScanArgs args{rin, rout, segments, op, exclusive};
-  if (dev == Device::gpu)
-    detail::cuda::scan(ctx, args);
-  else
-    detail::cpu::scan(ctx, args);
+  backend.scan(ctx, args);
 }
 
 }  // namespace

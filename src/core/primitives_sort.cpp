@@ -2,8 +2,7 @@
 #include <simkit/error.hpp>
 #include <simkit/primitives.hpp>
 
-#include "primitives_backend.hpp"
-#include "primitives_check.hpp"
+#include "core/primitives_check.hpp"
 
 namespace simkit {
 
@@ -33,12 +32,8 @@ void run_merge(const Context& ctx, const detail::MergeArgs& m) {
     detail::check_apart(fn, m.out_values, "out_values", m.out_keys, "out_keys");
   }
   if (n == 0) return;
-  const Device dev =
-      detail::primitive_device(ctx, fn, {m.a_keys, m.b_keys, m.out_keys, m.a_values, m.b_values, m.out_values});
-  if (dev == Device::gpu)
-    detail::cuda::merge(ctx, m);
-  else
-    detail::cpu::merge(ctx, m);
+  detail::primitive_backend(ctx, fn, {m.a_keys, m.b_keys, m.out_keys, m.a_values, m.b_values, m.out_values})
+      .merge(ctx, m);
 }
 
 void run_sort(const Context& ctx, const detail::SortArgs& s) {
@@ -50,11 +45,8 @@ void run_sort(const Context& ctx, const detail::SortArgs& s) {
     detail::check_apart(fn, s.values, "values", s.keys, "keys");
   }
   if (s.keys.size <= 1) return;  // one key is sorted; its value stays with it
-  const Device dev = detail::primitive_device(ctx, fn, {s.keys, s.values});
-  if (dev == Device::gpu)
-    detail::cuda::sort(ctx, s);
-  else
-    detail::cpu::sort(ctx, s);
+  const detail::Backend& backend = detail::primitive_backend(ctx, fn, {s.keys, s.values});
+  backend.sort(ctx, s);
 }
 
 }  // namespace

@@ -4,8 +4,7 @@
 #include <simkit/error.hpp>
 #include <simkit/primitives.hpp>
 
-#include "primitives_backend.hpp"
-#include "primitives_check.hpp"
+#include "core/primitives_check.hpp"
 
 namespace simkit {
 
@@ -30,11 +29,8 @@ void spmv_csr(const Context& ctx, const CsrView<V, I>& A, ConstArray<V> x, Array
   if (s.offsets.where == Memory::host) detail::check_offsets(fn, A.row_offsets.data, A.rows + 1, nnz, "row_offsets");
   if (s.indices.where == Memory::host) detail::check_indices(fn, A.col_indices.data, nnz, A.cols, "col_indices");
   if (A.rows == 0) return;
-  const Device dev = detail::primitive_device(ctx, fn, {s.offsets, s.indices, s.values, s.x, s.y});
-  if (dev == Device::gpu)
-    detail::cuda::spmv(ctx, s);
-  else
-    detail::cpu::spmv(ctx, s);
+  const detail::Backend& backend = detail::primitive_backend(ctx, fn, {s.offsets, s.indices, s.values, s.x, s.y});
+  backend.spmv(ctx, s);
 }
 
 template void spmv_csr(const Context&, const CsrView<float, int32_t>&, ConstArray<float>, ArrayView<float>);

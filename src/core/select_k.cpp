@@ -5,9 +5,8 @@
 
 #include <string>
 
-#include "primitives_backend.hpp"
-#include "primitives_check.hpp"
-#include "validate.hpp"
+#include "core/primitives_check.hpp"
+#include "core/validate.hpp"
 
 namespace simkit {
 
@@ -38,12 +37,9 @@ void select_k(const Context& ctx, MatrixView<const float> in, int64_t k, Order o
   detail::check_apart(fn, whole(values), "values", whole(in), "the input");
   detail::check_apart(fn, whole(ids), "ids", whole(in), "the input");
   detail::check_apart(fn, whole(ids), "ids", whole(values), "values");
-  const Device dev = detail::primitive_device(ctx, fn, {whole(in), whole(values), whole(ids)});
+  const detail::Backend& backend = detail::primitive_backend(ctx, fn, {whole(in), whole(values), whole(ids)});
   const detail::SelectKArgs args{in, k, order, values, ids};
-  if (dev == Device::gpu)
-    detail::cuda::select_k(ctx, args);
-  else
-    detail::cpu::select_k(ctx, args);
+  backend.select_k(ctx, args);
 }
 
 SelectResult select_k(const Context& ctx, MatrixView<const float> in, int64_t k, Order order) {

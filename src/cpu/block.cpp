@@ -7,17 +7,17 @@
 
 namespace simkit::detail::cpu {
 
-BlockEngine::BlockEngine(Metric metric, MatrixView<const float> Q, MatrixView<const float> X, int threads)
-    : metric_(metric),
+BlockEngine::BlockEngine(const MetricPlan& plan, MatrixView<const float> Q, MatrixView<const float> X, int threads)
+    : plan_(plan),
       Q_(Q),
       X_(X),
-      q_stats_(row_stats(Q, metric, threads)),
-      x_stats_(row_stats(X, metric, threads)),
+      q_stats_(row_stats(Q, plan, threads)),
+      x_stats_(row_stats(X, plan, threads)),
       tau_(cancellation_threshold(Q.cols)) {}
 
 const float* BlockEngine::query_rows(Workspace& ws, int64_t i0, int64_t tq) const {
   const int64_t d = Q_.cols;
-  if (metric_ != Metric::pearson) return Q_.row(i0);
+  if (plan_.prep != RowPrep::centre_normalize) return Q_.row(i0);
   if (ws.q_at != i0 || ws.q_rows != tq) {
     ws.q_centred.resize(static_cast<size_t>(tq * d));
     centre_rows(Q_.row(i0), tq, d, q_stats_.mean.data() + i0, ws.q_centred.data());
@@ -28,7 +28,7 @@ const float* BlockEngine::query_rows(Workspace& ws, int64_t i0, int64_t tq) cons
 
 const float* BlockEngine::base_rows(Workspace& ws, int64_t j0, int64_t tx) const {
   const int64_t d = X_.cols;
-  if (metric_ != Metric::pearson) return X_.row(j0);
+  if (plan_.prep != RowPrep::centre_normalize) return X_.row(j0);
   if (ws.x_at != j0 || ws.x_rows != tx) {
     ws.x_centred.resize(static_cast<size_t>(tx * d));
     centre_rows(X_.row(j0), tx, d, x_stats_.mean.data() + j0, ws.x_centred.data());
@@ -50,22 +50,16 @@ void BlockEngine::compute(Workspace& ws, int64_t i0, int64_t tq, int64_t j0, int
   const int64_t d = Q_.cols;
   const float* q = query_rows(ws, i0, tq);
   const float* x = base_rows(ws, j0, tx);
-  if (metric_ == Metric::l1) {
+  if (!plan_.product) {
     l1_block(q, tq, x, tx, d, out, ldo);
     return;
   }
   gemm_nt(q, tq, x, tx, d, out, ldo);
-  switch (metric_) {
-    case Metric::cosine:
-    case Metric::pearson: cosine_epilogue(out, ldo, tq, tx, q_stats_.inv.data() + i0, x_stats_.inv.data() + j0); break;
-    case Metric::l2:
-    case Metric::sqeuclidean:
-      sqdist_epilogue(out, ldo, tq, tx, q_stats_.sq.data() + i0, x_stats_.sq.data() + j0, q, x, d, tau_,
-                      metric_ == Metric::l2 && !squared);
-      break;
-    case Metric::dot:
-    case Metric::l1: break;
-  }
+  if (plan_.prep != RowPrep::none)
+    cosine_epilogue(out, ldo, tq, tx, q_stats_.inv.data() + i0, x_stats_.inv.data() + j0);
+  else if (plan_.expanded)
+    sqdist_epilogue(out, ldo, tq, tx, q_stats_.sq.data() + i0, x_stats_.sq.data() + j0, q, x, d, tau_,
+                    plan_.root && !squared);
 }
 
 }  // namespace simkit::detail::cpu

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include <simkit/matrix.hpp>
-#include <simkit/metric.hpp>
 
 #include "cpu/dot_family.hpp"
 
@@ -30,14 +29,13 @@ class BlockEngine {
     int64_t q_at = -1, q_rows = 0, x_at = -1, x_rows = 0;  // what the centred copies hold
   };
 
-  /// Computes the row statistics the metric needs (over `threads` threads).
-  BlockEngine(Metric metric, MatrixView<const float> Q, MatrixView<const float> X, int threads);
+  /// Computes the row statistics the plan needs (over `threads` threads).
+  BlockEngine(const MetricPlan& plan, MatrixView<const float> Q, MatrixView<const float> X, int threads);
 
-  Metric metric() const noexcept { return metric_; }
   int64_t dim() const noexcept { return Q_.cols; }
 
   /// out[i * ldo + j] = metric(Q row i0 + i, X row j0 + j) for i < tq, j < tx. With
-  /// `squared`, l2 yields squared distances (the k-NN selection key) instead.
+  /// `squared`, a rooted metric (l2) yields what it ranks, the squared distance, instead.
   void compute(Workspace& ws, int64_t i0, int64_t tq, int64_t j0, int64_t tx, float* out, int64_t ldo,
                bool squared = false) const;
 
@@ -45,7 +43,7 @@ class BlockEngine {
   const float* query_rows(Workspace& ws, int64_t i0, int64_t tq) const;
   const float* base_rows(Workspace& ws, int64_t j0, int64_t tx) const;
 
-  Metric metric_;
+  MetricPlan plan_;
   MatrixView<const float> Q_, X_;
   RowStats q_stats_, x_stats_;
   double tau_;

@@ -9,8 +9,8 @@
 
 #include <simkit/error.hpp>
 
-#include "cpu/exact.hpp"
-#include "cpu/simd.hpp"
+#include "core/exact_metric.hpp"
+#include "core/simd.hpp"
 
 namespace simkit::detail::cpu {
 
@@ -54,29 +54,27 @@ double inverse_norm(double sq) { return sq > 0 ? 1.0 / std::sqrt(sq) : 0.0; }
 
 }  // namespace
 
-RowStats row_stats(MatrixView<const float> A, Metric metric, int threads) {
+RowStats row_stats(MatrixView<const float> A, const MetricPlan& plan, int threads) {
   RowStats s;
   const int64_t rows = A.rows, d = A.cols;
-  switch (metric) {
-    case Metric::l2:
-    case Metric::sqeuclidean: s.sq.resize(static_cast<size_t>(rows));
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
-      for (int64_t i = 0; i < rows; ++i) s.sq[static_cast<size_t>(i)] = row_sum_sq(A.row(i), d);
-      break;
-    case Metric::cosine: s.inv.resize(static_cast<size_t>(rows));
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
-      for (int64_t i = 0; i < rows; ++i) s.inv[static_cast<size_t>(i)] = inverse_norm(row_sum_sq(A.row(i), d));
-      break;
-    case Metric::pearson: s.inv.resize(static_cast<size_t>(rows)); s.mean.resize(static_cast<size_t>(rows));
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows * d > (1 << 16))
-      for (int64_t i = 0; i < rows; ++i) {
-        const double mean = row_sum(A.row(i), d) / static_cast<double>(d);
-        s.mean[static_cast<size_t>(i)] = mean;
-        s.inv[static_cast<size_t>(i)] = inverse_norm(centred_sum_sq(A.row(i), d, mean));
-      }
-      break;
-    case Metric::dot:
-    case Metric::l1: break;
+  const bool parallel = rows * d > (1 << 16);
+  if (plan.expanded) {
+    s.sq.resize(static_cast<size_t>(rows));
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
+    for (int64_t i = 0; i < rows; ++i) s.sq[static_cast<size_t>(i)] = row_sum_sq(A.row(i), d);
+  } else if (plan.prep == RowPrep::normalize) {
+    s.inv.resize(static_cast<size_t>(rows));
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
+    for (int64_t i = 0; i < rows; ++i) s.inv[static_cast<size_t>(i)] = inverse_norm(row_sum_sq(A.row(i), d));
+  } else if (plan.prep == RowPrep::centre_normalize) {
+    s.inv.resize(static_cast<size_t>(rows));
+    s.mean.resize(static_cast<size_t>(rows));
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
+    for (int64_t i = 0; i < rows; ++i) {
+      const double mean = row_sum(A.row(i), d) / static_cast<double>(d);
+      s.mean[static_cast<size_t>(i)] = mean;
+      s.inv[static_cast<size_t>(i)] = inverse_norm(centred_sum_sq(A.row(i), d, mean));
+    }
   }
   return s;
 }

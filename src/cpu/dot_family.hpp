@@ -16,19 +16,19 @@
 #include <vector>
 
 #include <simkit/matrix.hpp>
-#include <simkit/metric.hpp>
+#include "core/metric_plan.hpp"
 
 namespace simkit::detail::cpu {
 
-/// Per-row numbers the epilogues need; which vectors are filled depends on the metric.
+/// Per-row numbers the epilogues need; which vectors are filled depends on the plan.
 struct RowStats {
-  std::vector<double> sq;    // l2, sqeuclidean: ||row||^2
-  std::vector<double> inv;   // cosine, pearson: 1 / ||row|| (centred for pearson), 0 when the norm is 0
-  std::vector<double> mean;  // pearson: the row mean
+  std::vector<double> sq;    // expanded (l2, sqeuclidean): ||row||^2
+  std::vector<double> inv;   // normalised rows: 1 / ||row|| (after centring), 0 when the norm is 0
+  std::vector<double> mean;  // centred rows (pearson): the row mean
 };
 
-/// Row statistics of A for `metric`, rows split over `threads` OpenMP threads.
-RowStats row_stats(MatrixView<const float> A, Metric metric, int threads);
+/// Row statistics of A for the plan, rows split over `threads` OpenMP threads.
+RowStats row_stats(MatrixView<const float> A, const MetricPlan& plan, int threads);
 
 /// dst row r = float(src row r - mean[r]), rows x d, both contiguous.
 void centre_rows(const float* src, int64_t rows, int64_t d, const double* mean, float* dst);

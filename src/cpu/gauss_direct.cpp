@@ -33,7 +33,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/backend.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
@@ -177,8 +177,11 @@ void run(const Context& ctx, MatrixView<const float> X, const double* q, MatrixV
 
 }  // namespace
 
-void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
-                  double* out) {
+void CpuBackend::gauss_direct(const Context& ctx, const GaussArgs& a) const {
+  const MatrixView<const float> X = a.X, Y = a.Y;
+  const double* q = a.q;
+  const double h = a.h;
+  double* out = a.out.data;
   translate_bad_alloc("gauss_transform", [&] {
     switch (X.cols) {
       case 1: return run<1>(ctx, X, q, Y, h, out);

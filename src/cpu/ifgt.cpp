@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.hpp"
 #include "core/ifgt_bound.hpp"
 #include "core/ifgt_cluster.hpp"
 #include "core/ifgt_plan.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/ifgt_monomials.hpp"
 #include "cpu/parallel.hpp"
 
@@ -75,8 +75,11 @@ void assign(const Context& ctx, const std::vector<double>& x, int64_t n, int64_t
 
 }  // namespace
 
-IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
-                     double h, const IfgtChoice& choice, double* out) {
+IfgtFinal CpuBackend::gauss_ifgt(const Context& ctx, const GaussArgs& a, const IfgtChoice& choice) const {
+  const MatrixView<const float> X = a.X, Y = a.Y;
+  const double* q = a.q;
+  const double h = a.h;
+  double* out = a.out.data;
   const int64_t n = X.rows, m = Y.rows, d = X.cols;
   const int64_t K = choice.clusters;
   const double inv_h = 1.0 / h;

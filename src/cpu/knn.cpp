@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/backend.hpp"
+#include "core/rescore.hpp"
 #include "cpu/block.hpp"
-#include "cpu/exact.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/parallel.hpp"
-#include "cpu/select.hpp"
+#include "cpu/select/top_k.hpp"
 
 namespace simkit::detail::cpu {
 
@@ -43,7 +43,8 @@ struct Scratch {
   std::vector<float> block;
   std::vector<TopK> lists;
   std::vector<Candidate> merged;
-  std::vector<std::pair<double, int64_t>> exact;
+  std::vector<int64_t> ids;
+  ExactPairs exact;
 };
 
 /// A stripe's selections for the queries of one tile: query i's pairs are
@@ -56,83 +57,49 @@ struct Partial {
 /// Turns one query's candidates into its k output values and ids, best first.
 class Finisher {
  public:
-  Finisher(MatrixView<const float> Q, MatrixView<const float> X, int64_t k, int64_t kc, Metric metric,
-           MatrixView<float> values, MatrixView<int64_t> ids)
-      : Q_(Q), X_(X), k_(k), kc_(kc), metric_(metric), values_(values), ids_(ids) {}
-
-  bool rescores() const noexcept { return metric_ != Metric::l1; }
-
-  /// The float64 value of the pair as a key: smaller ranks first (similarities negated).
-  double exact_key(const float* q, const float* x) const {
-    const int64_t d = Q_.cols;
-    switch (metric_) {
-      case Metric::dot: return -exact_dot(q, x, d);
-      case Metric::cosine: return -exact_cosine(q, x, d);
-      case Metric::pearson: return -exact_cosine(q, x, d, exact_mean(q, d), exact_mean(x, d));
-      default: return exact_sqdist(q, x, d);
-    }
-  }
+  Finisher(const KnnArgs& a, int64_t kc) : a_(a), kc_(kc) {}
 
   void write(int64_t query, std::vector<Candidate>& cands, Scratch& sc) const {
-    float* vals = values_.row(query);
-    int64_t* out_ids = ids_.row(query);
-    if (!rescores()) {
-      select_sorted(cands, k_);
-      const bool negated = larger_is_better(metric_);
-      for (int64_t p = 0; p < k_; ++p) {
-        const Candidate& c = cands[static_cast<size_t>(p)];
-        vals[p] = negated ? -c.key : c.key;
-        out_ids[p] = c.id;
-      }
-      return;
-    }
-    // Only the best kc by the float key are worth the exact re-score.
+    const MetricPlan& plan = a_.plan;
+    // Only the best kc by the float key are kept, and only they are worth the exact re-score.
     if (static_cast<int64_t>(cands.size()) > kc_) {
       std::nth_element(cands.begin(), cands.begin() + (kc_ - 1), cands.end(), ranks_before);
       cands.resize(static_cast<size_t>(kc_));
     }
-    auto& exact = sc.exact;
-    exact.clear();
-    const float* q = Q_.row(query);
-    for (const Candidate& c : cands) exact.emplace_back(exact_key(q, X_.row(c.id)), c.id);
-    std::partial_sort(exact.begin(), exact.begin() + k_, exact.end());
-    const bool root = metric_ == Metric::l2, negated = larger_is_better(metric_);
-    for (int64_t p = 0; p < k_; ++p) {
-      const auto& [key, id] = exact[static_cast<size_t>(p)];
-      vals[p] = static_cast<float>(root ? std::sqrt(key) : (negated ? -key : key));
-      out_ids[p] = id;
+    float* vals = a_.values.row(query);
+    int64_t* out_ids = a_.ids.row(query);
+    if (plan.rescores()) {
+      sc.ids.clear();
+      for (const Candidate& c : cands) sc.ids.push_back(c.id);
+      rescore_rank(plan, a_.Q.row(query), a_.X, sc.ids.data(), static_cast<int64_t>(sc.ids.size()), a_.k, vals, out_ids,
+                   sc.exact);
+      return;
+    }
+    std::sort(cands.begin(), cands.end(), ranks_before);
+    for (int64_t p = 0; p < a_.k; ++p) {
+      const Candidate& c = cands[static_cast<size_t>(p)];
+      vals[p] = static_cast<float>(plan.value_of_key(c.key));
+      out_ids[p] = c.id;
     }
   }
 
  private:
-  static void select_sorted(std::vector<Candidate>& cands, int64_t k) {
-    if (static_cast<int64_t>(cands.size()) > k) {
-      std::nth_element(cands.begin(), cands.begin() + (k - 1), cands.end(), ranks_before);
-      cands.resize(static_cast<size_t>(k));
-    }
-    std::sort(cands.begin(), cands.end(), ranks_before);
-  }
-
-  MatrixView<const float> Q_, X_;
-  int64_t k_, kc_;
-  Metric metric_;
-  MatrixView<float> values_;
-  MatrixView<int64_t> ids_;
+  const KnnArgs& a_;
+  int64_t kc_;
 };
 
 }  // namespace
 
-void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
-         MatrixView<float> values, MatrixView<int64_t> ids) {
+void CpuBackend::knn(const Context& ctx, const KnnArgs& a) const {
+  const MatrixView<const float> Q = a.Q, X = a.X;
   translate_bad_alloc("knn", [&] {
     const int threads = cpu_threads(ctx);
     const BlasSerialScope serial_blas;
-    const BlockEngine engine(metric, Q, X, threads);
+    const BlockEngine engine(a.plan, Q, X, threads);
     const int64_t m = Q.rows, n = X.rows;
-    const bool rescore = metric != Metric::l1;
-    const int64_t kc = rescore ? std::min(n, k + std::max<int64_t>(16, k / 8)) : k;
-    const Finisher finisher(Q, X, k, kc, metric, values, ids);
-    const bool negate = larger_is_better(metric);
+    const int64_t kc = a.plan.candidates(a.k, n);
+    const Finisher finisher(a, kc);
+    const bool negate = a.plan.negate;
 
     const int64_t q_tiles = (m + kQueryTile - 1) / kQueryTile;
     const int64_t x_tiles = (n + kBaseTile - 1) / kBaseTile;

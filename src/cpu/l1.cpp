@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cpu/simd.hpp"
+#include "core/simd.hpp"
 
 namespace simkit::detail::cpu {
 

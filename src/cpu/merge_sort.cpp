@@ -17,7 +17,7 @@
 
 #include "core/key_order.hpp"
 #include "core/merge_path.hpp"
-#include "core/primitives_backend.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
@@ -158,7 +158,7 @@ void with_payload(const Raw& values, F&& f) {
 
 }  // namespace
 
-void merge(const Context& ctx, const MergeArgs& a) {
+void CpuBackend::merge(const Context& ctx, const MergeArgs& a) const {
   translate_bad_alloc("merge", [&] {
     with_key(a.a_keys.type, [&](auto key) {
       using K = decltype(key);
@@ -173,7 +173,7 @@ void merge(const Context& ctx, const MergeArgs& a) {
   });
 }
 
-void sort(const Context& ctx, const SortArgs& a) {
+void CpuBackend::sort(const Context& ctx, const SortArgs& a) const {
   translate_bad_alloc("sort", [&] {
     with_key(a.keys.type, [&](auto key) {
       using K = decltype(key);

@@ -3,18 +3,19 @@
 
 #include <vector>
 
-#include "core/backend.hpp"
 #include "cpu/block.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 
-void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric,
-              MatrixView<float> out) {
+void CpuBackend::pairwise(const Context& ctx, const PairwiseArgs& a) const {
+  const MatrixView<const float> Q = a.Q, X = a.X;
+  const MatrixView<float> out = a.out;
   translate_bad_alloc("pairwise", [&] {
     const int threads = cpu_threads(ctx);
     const BlasSerialScope serial_blas;
-    const BlockEngine engine(metric, Q, X, threads);
+    const BlockEngine engine(a.plan, Q, X, threads);
     const int64_t m = Q.rows, n = X.rows;
     const int64_t q_tiles = (m + kQueryTile - 1) / kQueryTile;
     const int64_t x_tiles = (n + kBaseTile - 1) / kBaseTile;

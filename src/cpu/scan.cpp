@@ -10,8 +10,8 @@
 
 #include <simkit/detail/scan_custom.hpp>
 
-#include "core/primitives_backend.hpp"
 #include "core/scan_ops.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
@@ -98,7 +98,7 @@ void scan_typed(const Context& ctx, const ScanArgs& a) {
 
 }  // namespace
 
-void scan(const Context& ctx, const ScanArgs& a) {
+void CpuBackend::scan(const Context& ctx, const ScanArgs& a) const {
   translate_bad_alloc("scan", [&] {
     switch (a.in.type) {
       case Dtype::i32: return scan_typed<int32_t>(ctx, a);

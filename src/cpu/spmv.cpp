@@ -15,7 +15,7 @@
 #include <simkit/detail/scan_custom.hpp>
 
 #include "core/merge_path.hpp"
-#include "core/primitives_backend.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
@@ -91,7 +91,7 @@ void spmv_typed(const Context& ctx, const SpmvArgs& a) {
 
 }  // namespace
 
-void spmv(const Context& ctx, const SpmvArgs& a) {
+void CpuBackend::spmv(const Context& ctx, const SpmvArgs& a) const {
   translate_bad_alloc("spmv_csr", [&] {
     const bool wide = a.offsets.type == Dtype::i64;
     if (a.values.type == Dtype::f64)

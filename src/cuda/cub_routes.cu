@@ -10,10 +10,10 @@
 #include <cub/device/device_scan.cuh>
 #include <type_traits>
 
-#include "check.hpp"
 #include "core/key_order.hpp"
 #include "core/scan_ops.hpp"
-#include "cub_routes.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cub_routes.hpp"
 
 namespace simkit::detail::cuda::cub_route {
 

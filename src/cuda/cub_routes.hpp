@@ -20,7 +20,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/primitives_backend.hpp"
+#include <simkit/primitives.hpp>
+
+#include "core/raw_array.hpp"
 
 namespace simkit::detail::cuda::cub_route {
 

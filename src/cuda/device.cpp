@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "build_config.hpp"
-#include "check.hpp"
-#include "core/backend.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cuda_backend.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -64,7 +64,7 @@ const std::vector<GpuInfo>& static_info() {
 
 }  // namespace
 
-std::vector<GpuInfo> gpus() {
+std::vector<GpuInfo> CudaBackend::gpus() const {
   std::vector<GpuInfo> out = static_info();
   int previous = -1;
   if (out.empty() || cudaGetDevice(&previous) != cudaSuccess) {
@@ -82,9 +82,9 @@ std::vector<GpuInfo> gpus() {
   return out;
 }
 
-int device_count() { return static_cast<int>(static_info().size()); }
+int CudaBackend::device_count() const { return static_cast<int>(static_info().size()); }
 
-const char* compiled_architectures() noexcept {
+const char* CudaBackend::architectures() const noexcept {
   // CMake hands the list over space-separated; report it the way CMake spells it.
   static const std::string archs = [] {
     std::string s = SIMKIT_CUDA_ARCHITECTURES;
@@ -183,7 +183,10 @@ void synchronize(const Context& ctx) {
     return;  // nothing can have been queued on a GPU that is not there
   }
   DeviceGuard guard(ctx.gpu_id);
-  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  if (ctx.stream != nullptr)
+    check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(ctx.stream)), "cudaStreamSynchronize");
+  else
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 }  // namespace simkit

@@ -1,6 +1,6 @@
-#include "epilogue.hpp"
+#include "cuda/epilogue.hpp"
 
-#include "check.hpp"
+#include "cuda/check.hpp"
 
 namespace simkit::detail::cuda {
 

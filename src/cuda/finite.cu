@@ -1,12 +1,13 @@
 // The non-finite scan: one pass over device memory, 16-byte loads where aligned, any NaN or
 // Inf raising a flag. flag_non_finite only enqueues it (the caller reads the flag when it next
-// synchronises); all_finite_on_device reads it back at once.
+// synchronises); CudaBackend::all_finite reads it back at once.
 #include <cstdint>
 
-#include "check.hpp"
-#include "core/backend.hpp"
-#include "resources.hpp"
-#include "rows.hpp"
+#include "cuda/call.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/resources.hpp"
+#include "cuda/rows.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -46,21 +47,17 @@ void flag_non_finite(const float* p, int64_t count, int* flag, int multiprocesso
   check_launch("finite_kernel");
 }
 
-bool all_finite_on_device(const Context& ctx, MatrixView<const float> m) {
+bool CudaBackend::all_finite(const Context& ctx, MatrixView<const float> m) const {
   const int64_t count = m.rows * m.cols;
   if (count <= 0) return true;
-  DeviceGuard guard(ctx.gpu_id);
-  Lease lease(ctx.gpu_id);
-  Resources& r = *lease;
-  cudaStream_t s = r.stream[0];
+  Call call(ctx);
+  Resources& r = call.r();
+  const cudaStream_t s = call.stream();
   r.arena.reserve(Carver::alignment, SIZE_MAX);
   int* flag = static_cast<int*>(r.arena.data());
   check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), s), "cudaMemsetAsync");
   flag_non_finite(m.data, count, flag, r.multiprocessors, s);
-  int* host = static_cast<int*>(r.pinned_small.data());
-  check_cuda(cudaMemcpyAsync(host, flag, sizeof(int), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-  return *host == 0;
+  return call.finish_reading(flag) == 0;
 }
 
 }  // namespace simkit::detail::cuda

@@ -15,10 +15,12 @@
 
 #include <simkit/error.hpp>
 
-#include "check.hpp"
-#include "core/backend.hpp"
-#include "gauss_tile.cuh"
-#include "resources.hpp"
+#include "cuda/call.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/gauss_tile.cuh"
+#include "cuda/resources.hpp"
+#include "cuda/staging.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -148,18 +150,19 @@ void launch(const Launch& a, int multiprocessors, cudaStream_t s) {
 
 }  // namespace
 
-void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
-                  MatrixView<double> out) {
-  DeviceGuard guard(ctx.gpu_id);
-  Lease lease(ctx.gpu_id);
-  Resources& r = *lease;
-  cudaStream_t s = r.stream[0];
+void CudaBackend::gauss_direct(const Context& ctx, const GaussArgs& a) const {
+  const MatrixView<const float> X = a.X, Y = a.Y;
+  const double* q = a.q;
+  Call call(ctx);
+  Resources& r = call.r();
+  const cudaStream_t s = call.stream();
   const int64_t n = X.rows, m = Y.rows, d = X.cols;
   if (d > INT32_MAX / 4) throw Error(ErrorCode::invalid_argument, "dimension too large for the GPU Gauss transform");
   const int P = packed_stride(int(d));
-  const float neg_scale = negative_scale(h);
+  const float neg_scale = negative_scale(a.h);
   const size_t budget = working_budget(ctx, r);
 
+  const MatrixView<double> out(a.out.data, m, 1, a.out.where);  // one value per target
   const Needs need{
       d, q != nullptr, X.where == Memory::host, Y.where == Memory::host, out.where == Memory::host, d > kMaxRegD};
   const Plan p = plan(need, m, n, budget);
@@ -168,18 +171,16 @@ void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q
   const int64_t max_tiles = (p.nb + kTile - 1) / kTile;
   float* packed = carve.take<float>(size_t(max_tiles) * kTile * P);
   double* q_dev = need.q_given ? carve.take<double>(size_t(p.nb)) : nullptr;
-  float* x_stage = need.x_host ? carve.take<float>(size_t(p.nb) * d) : nullptr;
-  float* y_stage = need.y_host ? carve.take<float>(size_t(p.mb) * d) : nullptr;
+  RowStage<const float> x_rows(X, p.nb), y_rows(Y, p.mb);
+  RowStage<double> out_rows(out, p.mb);
+  x_rows.carve(carve);
+  y_rows.carve(carve);
   float* y_wide = need.wide ? carve.take<float>(size_t(p.mb) * d) : nullptr;
-  double* out_stage = need.out_host ? carve.take<double>(size_t(p.mb)) : nullptr;
+  out_rows.carve(carve);
 
   const int64_t x_blocks = (n + p.nb - 1) / p.nb, y_blocks = (m + p.mb - 1) / p.mb;
   auto pack = [&](int64_t j0, int64_t nb) {
-    const float* x = X.data + j0 * d;
-    if (need.x_host) {
-      check_cuda(cudaMemcpyAsync(x_stage, x, size_t(nb) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-      x = x_stage;
-    }
+    const float* x = x_rows.in(j0, nb, s);
     if (q_dev) check_cuda(cudaMemcpyAsync(q_dev, q + j0, size_t(nb) * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
     const int64_t tiles = (nb + kTile - 1) / kTile;
     const int64_t rows = tiles * kTile;
@@ -194,17 +195,13 @@ void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q
   int64_t done = 0;
   for (int64_t i0 = 0; i0 < m; i0 += p.mb) {
     const int64_t mb = std::min(p.mb, m - i0);
-    const float* y = Y.data + i0 * d;
-    if (need.y_host) {
-      check_cuda(cudaMemcpyAsync(y_stage, y, size_t(mb) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-      y = y_stage;
-    }
+    const float* y = y_rows.in(i0, mb, s);
     if (need.wide) {
       gauss::transpose_targets_kernel<<<grid_for(mb * d, r.multiprocessors), 256, 0, s>>>(y, mb, int(d), y_wide);
       check_launch("transpose_targets_kernel");
       y = y_wide;
     }
-    double* o = need.out_host ? out_stage : out.data + i0;
+    double* o = out_rows.out(i0);
     for (int64_t j0 = 0; j0 < n; j0 += p.nb) {
       const int64_t nb = std::min(p.nb, n - j0);
       if (x_blocks > 1) tiles = pack(j0, nb);
@@ -212,11 +209,10 @@ void gauss_direct(const Context& ctx, MatrixView<const float> X, const double* q
       ++done;
       if (ctx.progress && x_blocks * y_blocks > 1) ctx.progress(double(done) / double(x_blocks * y_blocks));
     }
-    if (need.out_host)
-      check_cuda(cudaMemcpyAsync(out.data + i0, out_stage, size_t(mb) * 8, cudaMemcpyDeviceToHost, s),
-                 "cudaMemcpyAsync");
+    out_rows.back(i0, mb, s);
   }
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  // The weights were staged from pageable host memory: the call waits whatever the stream.
+  call.finish();
   if (ctx.progress) ctx.progress(1.0);
 }
 

@@ -1,4 +1,4 @@
-#include "gemm.hpp"
+#include "cuda/gemm.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 
 #include <simkit/error.hpp>
 
-#include "check.hpp"
+#include "cuda/check.hpp"
 
 namespace simkit::detail::cuda {
 

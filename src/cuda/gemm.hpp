@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "resources.hpp"
+#include "cuda/resources.hpp"
 
 namespace simkit::detail::cuda {
 

@@ -25,12 +25,13 @@
 
 #include <simkit/error.hpp>
 
-#include "check.hpp"
-#include "core/backend.hpp"
 #include "core/ifgt_bound.hpp"
 #include "core/ifgt_plan.hpp"
-#include "ifgt_kernels.cuh"
-#include "resources.hpp"
+#include "cuda/call.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/ifgt_kernels.cuh"
+#include "cuda/resources.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -107,10 +108,9 @@ int blocks_for(int64_t work, int multiprocessors) {
 template <int D>
 IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y, double h,
               const IfgtChoice& choice, MatrixView<double> out) {
-  DeviceGuard guard(ctx.gpu_id);
-  Lease lease(ctx.gpu_id);
-  Resources& r = *lease;
-  cudaStream_t s = r.stream[0];
+  Call call(ctx);
+  Resources& r = call.r();
+  const cudaStream_t s = call.stream();
   PhaseTrace trace(s);
   const int n = int(X.rows), m = int(Y.rows), K = int(choice.clusters);
   const double inv_h = 1.0 / h;
@@ -240,7 +240,7 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
   check_launch("ifgt::evaluate_kernel");
   trace.mark("evaluate");
   if (out_host) check_cuda(cudaMemcpyAsync(out.data, o, size_t(m) * 8, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  call.finish();
   trace.mark("download");
   if (ctx.progress) ctx.progress(1.0);
   return fin;
@@ -248,15 +248,15 @@ IfgtFinal run(const Context& ctx, MatrixView<const float> X, const double* q, Ma
 
 }  // namespace
 
-IfgtSample ifgt_sample(const Context& ctx, MatrixView<const float> X, MatrixView<const float> Y) {
+IfgtSample CudaBackend::ifgt_sample(const Context& ctx, MatrixView<const float> X, MatrixView<const float> Y) const {
+  if (X.where == Memory::host && Y.where == Memory::host) return detail::ifgt_sample(X, Y);
   IfgtSample out;
   out.n = X.rows, out.m = Y.rows, out.d = X.cols;
   const int d = int(X.cols);
   const int64_t S = ifgt_sample_rows(X.rows, true), T = ifgt_sample_rows(Y.rows, false);
-  DeviceGuard guard(ctx.gpu_id);
-  Lease lease(ctx.gpu_id);
-  Resources& r = *lease;
-  cudaStream_t s = r.stream[0];
+  Call call(ctx);
+  Resources& r = call.r();
+  const cudaStream_t s = call.stream();
   const int blocks = 2 * r.multiprocessors;
   r.arena.reserve(Carver::round(size_t(S + T) * d * 4) + Carver::round(size_t(blocks) * 2 * d * 4),
                   working_budget(ctx, r));
@@ -291,11 +291,15 @@ IfgtSample ifgt_sample(const Context& ctx, MatrixView<const float> X, MatrixView
         out.hi[size_t(e)] = std::max(out.hi[size_t(e)], double(box[(size_t(b) * 2 + 1) * d + e]));
       }
   }
+  call.finish();
   return out;
 }
 
-IfgtFinal gauss_ifgt(const Context& ctx, MatrixView<const float> X, const double* q, MatrixView<const float> Y,
-                     double h, const IfgtChoice& choice, MatrixView<double> out) {
+IfgtFinal CudaBackend::gauss_ifgt(const Context& ctx, const GaussArgs& a, const IfgtChoice& choice) const {
+  const MatrixView<const float> X = a.X, Y = a.Y;
+  const double* q = a.q;
+  const double h = a.h;
+  const MatrixView<double> out = a.out;
   if (X.rows >= INT32_MAX || Y.rows >= INT32_MAX)
     throw Error(ErrorCode::invalid_argument, "the GPU IFGT takes fewer than 2^31 sources and targets");
   switch (X.cols) {

@@ -1,4 +1,4 @@
-#include "knn_plan.hpp"
+#include "cuda/knn_plan.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include <simkit/error.hpp>
 
-#include "resources.hpp"
+#include "cuda/resources.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -25,19 +25,39 @@ int64_t fit_nb(int64_t nb, int64_t n) {
 
 }  // namespace
 
+KnnKeys knn_keys(const MetricPlan& plan) {
+  KnnKeys k;
+  if (plan.expanded) {
+    k.alpha = -2.f;
+    k.mode = KeyMode::add_aux;
+    k.aux_op = RowOp::sq_norms;
+  } else if (plan.prep == RowPrep::normalize) {
+    k.mode = KeyMode::mul_aux;
+    k.aux_op = RowOp::inv_norms;
+    k.prep_q = true;
+    k.prep_op = RowOp::normalize;
+  } else if (plan.prep == RowPrep::centre_normalize) {
+    k.prep_q = k.prep_x = true;
+    k.prep_op = RowOp::centre_normalize;
+  }
+  return k;
+}
+
 size_t knn_bytes(const KnnShape& s, int64_t mb, int64_t nb) {
   auto R = [](size_t b) { return Carver::round(b); };
   const size_t d = size_t(s.d), umb = size_t(mb), unb = size_t(nb), ldt = size_t(round_up4(nb));
-  const bool q_prep = s.metric == Metric::cosine || s.metric == Metric::pearson;
   size_t b = R(s.workspace);
   if (s.global_aux) b += R(size_t(s.n) * 4);
   if (s.q_host) b += R(umb * d * 4);
-  if (q_prep && !s.q_host) b += R(umb * d * 4);
+  // Prepared queries get their own buffer: the re-score reads the raw rows.
+  if (s.keys.prep_q) b += R(umb * d * 4);
   b += R(umb * size_t(s.capacity) * 4) + R(umb * size_t(s.capacity) * 8);
-  if (s.out_host) b += R(umb * size_t(s.k) * 4) + R(umb * size_t(s.k) * 8);
+  if (s.rescore_on_device) b += R(umb * size_t(s.capacity) * 8);
+  if (s.values_host) b += R(umb * size_t(s.k) * 4);
+  if (s.ids_host) b += R(umb * size_t(s.k) * 8);
   size_t slot = R(umb * ldt * 4);
   if (s.x_host) slot += R(unb * d * 4);
-  if (s.metric == Metric::pearson && !s.x_host) slot += R(unb * d * 4);
+  if (s.keys.prep_x && !s.x_host) slot += R(unb * d * 4);
   if (s.tile_aux) slot += R(unb * 4);
   return b + 2 * slot;
 }

@@ -1,21 +1,44 @@
 #pragma once
-// How k-NN on the GPU cuts its work: query batch rows (mb) and base tile rows (nb).
+// How k-NN on the GPU cuts and keys its work: the selection key each metric plan becomes, the
+// query batch rows (mb) and base tile rows (nb), and the device scratch they take.
 
 #include <cstddef>
 #include <cstdint>
 
-#include <simkit/metric.hpp>
+#include "core/metric_plan.hpp"
+#include "cuda/rows.hpp"
+#include "cuda/select/top_k_lists.hpp"
 
 namespace simkit::detail::cuda {
 
+/// The selection key of a tile entry, smaller is better, from the product T = alpha * q'.x'
+/// (or the l1 tile) and a per-base-row aux value:
+///   expanded   q, x raw, alpha = -2, key = T + |x|^2   (|q|^2 is the same for the whole row)
+///   normalize  q normalised, x raw, alpha = -1, key = T * (1 / |x|)   (no normalised copy of X)
+///   centred    q and x centred and normalised, alpha = -1, key = T
+///   dot        alpha = -1, key = T;   l1: the l1 tile, key = distance
+struct KnnKeys {
+  float alpha = -1.f;
+  KeyMode mode = KeyMode::plain;
+  RowOp aux_op = RowOp::sq_norms;  // what aux holds, when mode is add_aux or mul_aux
+  bool prep_q = false, prep_x = false;
+  RowOp prep_op = RowOp::normalize;
+
+  bool needs_aux() const noexcept { return mode == KeyMode::add_aux || mode == KeyMode::mul_aux; }
+};
+
+KnnKeys knn_keys(const MetricPlan& plan);
+
 struct KnnShape {
-  Metric metric = Metric::l2;
-  int64_t m = 0, n = 0, d = 0, k = 0;
+  MetricPlan plan;
+  KnnKeys keys;
+  int64_t m = 0, n = 0, d = 0, k = 0, kc = 0;
   int capacity = 32;  // running-list length per query
-  bool q_host = false, x_host = false, out_host = false;
-  bool global_aux = false;  // per-base-row norms computed once for all of X
-  bool tile_aux = false;    // ... or per tile
-  size_t workspace = 0;     // cuBLAS workspace
+  bool q_host = false, x_host = false, values_host = false, ids_host = false;
+  bool global_aux = false;         // per-base-row aux computed once for all of X
+  bool tile_aux = false;           // ... or per tile
+  bool rescore_on_device = false;  // the base is on the device: candidates re-scored there
+  size_t workspace = 0;            // cuBLAS workspace
 };
 
 struct KnnPlan {

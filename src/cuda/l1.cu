@@ -1,9 +1,9 @@
-#include "l1.hpp"
+#include "cuda/l1.hpp"
 
 #include <cstdint>
 
-#include "check.hpp"
-#include "l1_tile.cuh"
+#include "cuda/check.hpp"
+#include "cuda/l1_tile.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -11,10 +11,10 @@
 #include <type_traits>
 #include <utility>
 
-#include "check.hpp"
 #include "core/key_order.hpp"
-#include "merge_kernels.cuh"
-#include "prim_launch.hpp"
+#include "cuda/check.hpp"
+#include "cuda/merge_kernels.cuh"
+#include "cuda/prim_launch.hpp"
 
 namespace simkit::detail::cuda {
 

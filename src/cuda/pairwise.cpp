@@ -13,12 +13,14 @@
 
 #include <simkit/error.hpp>
 
-#include "check.hpp"
-#include "core/backend.hpp"
-#include "gemm.hpp"
-#include "resources.hpp"
-#include "rows.hpp"
-#include "tile_ops.hpp"
+#include "cuda/call.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/gemm.hpp"
+#include "cuda/resources.hpp"
+#include "cuda/rows.hpp"
+#include "cuda/staging.hpp"
+#include "cuda/tile_ops.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -30,7 +32,7 @@ struct Plan {
 };
 
 struct Needs {
-  Metric metric;
+  MetricPlan plan;
   int64_t d;
   bool q_host, x_host, out_host;
   size_t workspace;
@@ -38,9 +40,9 @@ struct Needs {
   size_t bytes(int64_t mb, int64_t nb) const {
     size_t b = Carver::round(workspace) + Carver::round(2 * sizeof(int));  // + the non-finite flags
     if (q_host) b += Carver::round(size_t(mb) * size_t(d) * 4);
-    b += Carver::round(operand_scratch_floats(metric, mb, d, q_host) * 4);
+    b += Carver::round(operand_scratch_floats(plan, mb, d, q_host) * 4);
     if (x_host) b += Carver::round(size_t(nb) * size_t(d) * 4);
-    b += Carver::round(operand_scratch_floats(metric, nb, d, x_host) * 4);
+    b += Carver::round(operand_scratch_floats(plan, nb, d, x_host) * 4);
     if (out_host) b += Carver::round(size_t(mb) * size_t(nb) * 4);
     return b;
   }
@@ -64,12 +66,12 @@ Plan plan(const Needs& need, int64_t m, int64_t n, size_t budget) {
 
 }  // namespace
 
-void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, Metric metric,
-              MatrixView<float> out) {
-  DeviceGuard guard(ctx.gpu_id);
-  Lease lease(ctx.gpu_id);
-  Resources& r = *lease;
-  cudaStream_t s = r.stream[0];
+void CudaBackend::pairwise(const Context& ctx, const PairwiseArgs& a) const {
+  const MatrixView<const float> Q = a.Q, X = a.X;
+  const MetricPlan& metric = a.plan;
+  Call call(ctx);
+  Resources& r = call.r();
+  const cudaStream_t s = call.stream();
   const int64_t m = Q.rows, n = X.rows, d = Q.cols;
   const size_t budget = working_budget(ctx, r);
 
@@ -77,30 +79,28 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
              d,
              Q.where == Memory::host,
              X.where == Memory::host,
-             out.where == Memory::host,
-             is_dot_family(metric) ? gemm_workspace_bytes(budget) : 0};
+             a.out.where == Memory::host,
+             metric.product ? gemm_workspace_bytes(budget) : 0};
   const Plan p = plan(need, m, n, budget);
   r.arena.reserve(need.bytes(p.mb, p.nb), budget);
   Carver carve(r.arena);
   void* ws = p.workspace ? carve.take<unsigned char>(p.workspace) : nullptr;
   int* bad = carve.take<int>(2);  // [0]: queries, [1]: base held a NaN or Inf
   check_cuda(cudaMemsetAsync(bad, 0, 2 * sizeof(int), s), "cudaMemsetAsync");
-  const bool scan = metric == Metric::dot || metric == Metric::l1;  // no row pass to fuse with
+  const bool scan = !reads_rows(metric);  // no row pass to fuse the check with
   if (scan && !need.q_host) flag_non_finite(Q.data, m * d, bad, r.multiprocessors, s);
   if (scan && !need.x_host) flag_non_finite(X.data, n * d, bad + 1, r.multiprocessors, s);
-  float* q_stage = need.q_host ? carve.take<float>(size_t(p.mb) * d) : nullptr;
+  RowStage<const float> q_rows(Q, p.mb), x_rows(X, p.nb);
+  RowStage<float> out(a.out, p.mb);
+  out.set_block_cols(p.nb);
+  q_rows.carve(carve);
   float* q_scratch = carve.take<float>(operand_scratch_floats(metric, p.mb, d, need.q_host));
-  float* x_stage = need.x_host ? carve.take<float>(size_t(p.nb) * d) : nullptr;
+  x_rows.carve(carve);
   float* x_scratch = carve.take<float>(operand_scratch_floats(metric, p.nb, d, need.x_host));
-  float* tile = need.out_host ? carve.take<float>(size_t(p.mb) * p.nb) : nullptr;
+  out.carve(carve);
 
   auto stage_x = [&](int64_t j0, int64_t rows) {
-    const float* raw = X.data + j0 * d;
-    if (need.x_host) {
-      check_cuda(cudaMemcpyAsync(x_stage, raw, size_t(rows) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-      raw = x_stage;
-    }
-    return prepare_operand(metric, raw, need.x_host, rows, d, x_scratch, s, bad + 1);
+    return prepare_operand(metric, x_rows.in(j0, rows, s), need.x_host, rows, d, x_scratch, s, bad + 1);
   };
 
   const int64_t q_blocks = (m + p.mb - 1) / p.mb, x_blocks = (n + p.nb - 1) / p.nb;
@@ -109,29 +109,22 @@ void pairwise(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
   int64_t done = 0;
   for (int64_t i0 = 0; i0 < m; i0 += p.mb) {
     const int64_t mb = std::min(p.mb, m - i0);
-    const float* qraw = Q.data + i0 * d;
-    if (need.q_host) {
-      check_cuda(cudaMemcpyAsync(q_stage, qraw, size_t(mb) * d * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-      qraw = q_stage;
-    }
-    const Operand qop = prepare_operand(metric, qraw, need.q_host, mb, d, q_scratch, s, bad);
+    const Operand qop = prepare_operand(metric, q_rows.in(i0, mb, s), need.q_host, mb, d, q_scratch, s, bad);
     for (int64_t j0 = 0; j0 < n; j0 += p.nb) {
       const int64_t nb = std::min(p.nb, n - j0);
       if (x_blocks > 1) xop = stage_x(j0, nb);
-      float* dst = need.out_host ? tile : out.data + i0 * n + j0;
-      const int64_t ldo = need.out_host ? nb : n;
+      int64_t ldo = 0;
+      float* dst = out.out_block(i0, j0, nb, ldo);
       metric_tile(r, s, metric, qop, mb, xop, nb, d, dst, ldo, ws, p.workspace);
-      if (need.out_host)
-        check_cuda(cudaMemcpy2DAsync(out.data + i0 * n + j0, size_t(n) * 4, tile, size_t(nb) * 4, size_t(nb) * 4,
-                                     size_t(mb), cudaMemcpyDeviceToHost, s),
-                   "cudaMemcpy2DAsync");
+      out.back_block(i0, mb, j0, nb, s);
       ++done;
       if (ctx.progress && (q_blocks * x_blocks > 1)) ctx.progress(double(done) / double(q_blocks * x_blocks));
     }
   }
+  // One read-back: both flags (the host waits for the stream here, caller's or not).
   int* bad_host = static_cast<int*>(r.pinned_small.data());
   check_cuda(cudaMemcpyAsync(bad_host, bad, 2 * sizeof(int), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  call.finish();
   // Same words as the host-side check in src/core/validate.cpp.
   if (bad_host[0] || bad_host[1])
     throw Error(ErrorCode::invalid_argument,

@@ -1,5 +1,5 @@
-// The primitives on the GPU, host side: lease the device's resources, stage host arrays into
-// the arena (device arrays are used where they are), size and carve the kernels' scratch,
+// The primitives on the GPU, host side: lease the device's resources (cuda/call.hpp), stage host
+// arrays into the arena (cuda/staging.hpp; device arrays are used where they are), size and carve the kernels' scratch,
 // launch simkit's kernels (prim_launch.hpp) or, for the calls CUB was measured faster on, CUB
 // (cub_routes.hpp), copy host outputs back, and turn a data check made on the device
 // (CSR structure, segment offsets) into the same invalid_argument the host checks throw.
@@ -13,11 +13,13 @@
 
 #include <simkit/error.hpp>
 
-#include "check.hpp"
-#include "core/primitives_backend.hpp"
-#include "cub_routes.hpp"
-#include "prim_launch.hpp"
-#include "resources.hpp"
+#include "cuda/call.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cub_routes.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/prim_launch.hpp"
+#include "cuda/resources.hpp"
+#include "cuda/staging.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -35,63 +37,17 @@ void ensure_arena(const Context& ctx, Resources& r, size_t bytes, const char* fn
   r.arena.reserve(bytes, budget);
 }
 
-/// The arrays of one call: host ones get a device copy in the arena, device ones are used as
-/// they are. Plan every array (add), reserve, then carve in the same order (place).
-class Staging {
- public:
-  void add(const Raw& a) {
-    if (a.present() && a.where == Memory::host && a.size > 0) bytes_ += Carver::round(a.bytes());
-  }
-  size_t bytes() const { return bytes_; }
-
-  /// The device address of `a`; a host input is copied over on `s`.
-  void* place(Carver& carve, const Raw& a, bool input, cudaStream_t s) {
-    if (!a.present() || a.size == 0) return nullptr;
-    if (a.where == Memory::device) return a.data;
-    void* d = carve.take<unsigned char>(a.bytes());
-    if (input) check_cuda(cudaMemcpyAsync(d, a.data, a.bytes(), cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-    return d;
-  }
-
-  static void back(const Raw& a, const void* d, cudaStream_t s) {
-    if (a.present() && a.where == Memory::host && a.size > 0)
-      check_cuda(cudaMemcpyAsync(a.data, d, a.bytes(), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
-  }
-
- private:
-  size_t bytes_ = 0;
-};
-
-/// A call's lease, stream, and an error word checked by the kernels.
-struct Call {
-  DeviceGuard guard;
-  Lease lease;
-  cudaStream_t stream;
-  explicit Call(const Context& ctx) : guard(ctx.gpu_id), lease(ctx.gpu_id), stream(lease->stream[0]) {}
-
-  /// Waits for the stream; returns the error word (0 when none was placed).
-  int finish(const int* error) {
-    int bits = 0;
-    if (error != nullptr)
-      check_cuda(cudaMemcpyAsync(lease->pinned_small.data(), error, sizeof(int), cudaMemcpyDeviceToHost, stream),
-                 "cudaMemcpyAsync");
-    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    if (error != nullptr) std::memcpy(&bits, lease->pinned_small.data(), sizeof bits);
-    return bits;
-  }
-};
-
 constexpr size_t kErrorWord = 256;  // an int, rounded to the carve granularity
 
 }  // namespace
 
-void scan(const Context& ctx, const ScanArgs& a) {
+void CudaBackend::scan(const Context& ctx, const ScanArgs& a) const {
   Call call(ctx);
-  Resources& r = *call.lease;
+  Resources& r = call.r();
   const int64_t n = a.in.size;
   const bool segmented = a.segments.present();
   const bool offsets = segmented && a.segments.type != Dtype::u8;
-  Staging st;
+  ArrayStage st;
   st.add(a.in);
   if (a.out.data != a.in.data || a.out.where != a.in.where) st.add(a.out);
   st.add(a.segments);
@@ -101,10 +57,10 @@ void scan(const Context& ctx, const ScanArgs& a) {
   const size_t heads_bytes = offsets ? Carver::round(size_t(n)) : 0;
   ensure_arena(ctx, r, st.bytes() + Carver::round(scratch) + heads_bytes + kErrorWord, "scan");
   Carver carve(r.arena);
-  const cudaStream_t s = call.stream;
-  void* in = st.place(carve, a.in, true, s);
-  void* out = (a.out.data == a.in.data && a.out.where == a.in.where) ? in : st.place(carve, a.out, false, s);
-  const void* seg = st.place(carve, a.segments, true, s);
+  const cudaStream_t s = call.stream();
+  void* in = ArrayStage::place(carve, a.in, true, s);
+  void* out = (a.out.data == a.in.data && a.out.where == a.in.where) ? in : ArrayStage::place(carve, a.out, false, s);
+  const void* seg = ArrayStage::place(carve, a.segments, true, s);
   void* work = carve.take<unsigned char>(scratch);
   int* error = nullptr;
   if (by_cub) {
@@ -122,16 +78,17 @@ void scan(const Context& ctx, const ScanArgs& a) {
     }
     launch_segmented_scan(a.in.type, a.op, in, heads, out, n, a.exclusive, work, s);
   }
-  Staging::back(a.out, out, s);
-  if (call.finish(error) != 0)
+  ArrayStage::back(a.out, out, s);
+  if (error == nullptr) return call.finish(any_on_host({a.in, a.out, a.segments}));
+  if (call.finish_reading(error) != 0)
     throw Error(ErrorCode::invalid_argument,
                 "segmented scan: the offsets (checked on the device) do not rise from 0 to " + std::to_string(n));
 }
 
-void merge(const Context& ctx, const MergeArgs& a) {
+void CudaBackend::merge(const Context& ctx, const MergeArgs& a) const {
   Call call(ctx);
-  Resources& r = *call.lease;
-  Staging st;
+  Resources& r = call.r();
+  ArrayStage st;
   for (const Raw* x : {&a.a_keys, &a.b_keys, &a.out_keys, &a.a_values, &a.b_values, &a.out_values}) st.add(*x);
   const size_t vb = a.out_values.present() ? dtype_size(a.out_values.type) : 0;
   const bool by_cub = cub_route::serves_merge(a.a_keys.type, vb);
@@ -139,27 +96,27 @@ void merge(const Context& ctx, const MergeArgs& a) {
                                 : merge_scratch_bytes(a.a_keys.type, a.a_keys.size + a.b_keys.size);
   ensure_arena(ctx, r, st.bytes() + Carver::round(scratch), "merge");
   Carver carve(r.arena);
-  const cudaStream_t s = call.stream;
-  const void* ak = st.place(carve, a.a_keys, true, s);
-  const void* bk = st.place(carve, a.b_keys, true, s);
-  void* ok = st.place(carve, a.out_keys, false, s);
-  const void* av = st.place(carve, a.a_values, true, s);
-  const void* bv = st.place(carve, a.b_values, true, s);
-  void* ov = st.place(carve, a.out_values, false, s);
+  const cudaStream_t s = call.stream();
+  const void* ak = ArrayStage::place(carve, a.a_keys, true, s);
+  const void* bk = ArrayStage::place(carve, a.b_keys, true, s);
+  void* ok = ArrayStage::place(carve, a.out_keys, false, s);
+  const void* av = ArrayStage::place(carve, a.a_values, true, s);
+  const void* bv = ArrayStage::place(carve, a.b_values, true, s);
+  void* ov = ArrayStage::place(carve, a.out_values, false, s);
   void* work = carve.take<unsigned char>(scratch);
   if (by_cub)
     cub_route::merge(a.a_keys.type, a.order, ak, a.a_keys.size, bk, a.b_keys.size, ok, work, scratch, s);
   else
     launch_merge(a.a_keys.type, vb, a.order, ak, av, a.a_keys.size, bk, bv, a.b_keys.size, ok, ov, work, s);
-  Staging::back(a.out_keys, ok, s);
-  Staging::back(a.out_values, ov, s);
-  call.finish(nullptr);
+  ArrayStage::back(a.out_keys, ok, s);
+  ArrayStage::back(a.out_values, ov, s);
+  call.finish(any_on_host({a.a_keys, a.b_keys, a.out_keys, a.a_values, a.b_values, a.out_values}));
 }
 
-void sort(const Context& ctx, const SortArgs& a) {
+void CudaBackend::sort(const Context& ctx, const SortArgs& a) const {
   Call call(ctx);
-  Resources& r = *call.lease;
-  Staging st;
+  Resources& r = call.r();
+  ArrayStage st;
   st.add(a.keys);
   st.add(a.values);
   const size_t vb = a.values.present() ? dtype_size(a.values.type) : 0;
@@ -168,40 +125,40 @@ void sort(const Context& ctx, const SortArgs& a) {
                                 : sort_scratch_bytes(a.keys.type, vb, a.keys.size);
   ensure_arena(ctx, r, st.bytes() + Carver::round(scratch), "sort");
   Carver carve(r.arena);
-  const cudaStream_t s = call.stream;
-  void* keys = st.place(carve, a.keys, true, s);
-  void* values = st.place(carve, a.values, true, s);
+  const cudaStream_t s = call.stream();
+  void* keys = ArrayStage::place(carve, a.keys, true, s);
+  void* values = ArrayStage::place(carve, a.values, true, s);
   void* work = carve.take<unsigned char>(scratch);
   if (by_cub)
     cub_route::sort(a.keys.type, vb, a.order, keys, values, a.keys.size, work, scratch, s);
   else
     launch_sort(a.keys.type, vb, a.order, keys, values, a.keys.size, work, s);
-  Staging::back(a.keys, keys, s);
-  Staging::back(a.values, values, s);
-  call.finish(nullptr);
+  ArrayStage::back(a.keys, keys, s);
+  ArrayStage::back(a.values, values, s);
+  call.finish(any_on_host({a.keys, a.values}));
 }
 
-void spmv(const Context& ctx, const SpmvArgs& a) {
+void CudaBackend::spmv(const Context& ctx, const SpmvArgs& a) const {
   Call call(ctx);
-  Resources& r = *call.lease;
-  Staging st;
+  Resources& r = call.r();
+  ArrayStage st;
   for (const Raw* x : {&a.offsets, &a.indices, &a.values, &a.x, &a.y}) st.add(*x);
   const int64_t nnz = a.values.size;
   const size_t scratch = spmv_scratch_bytes(a.rows, nnz);
   ensure_arena(ctx, r, st.bytes() + Carver::round(scratch) + kErrorWord, "spmv_csr");
   Carver carve(r.arena);
-  const cudaStream_t s = call.stream;
-  const void* off = st.place(carve, a.offsets, true, s);
-  const void* idx = st.place(carve, a.indices, true, s);
-  const void* val = st.place(carve, a.values, true, s);
-  const void* x = st.place(carve, a.x, true, s);
-  void* y = st.place(carve, a.y, false, s);
+  const cudaStream_t s = call.stream();
+  const void* off = ArrayStage::place(carve, a.offsets, true, s);
+  const void* idx = ArrayStage::place(carve, a.indices, true, s);
+  const void* val = ArrayStage::place(carve, a.values, true, s);
+  const void* x = ArrayStage::place(carve, a.x, true, s);
+  void* y = ArrayStage::place(carve, a.y, false, s);
   void* work = carve.take<unsigned char>(scratch);
   int* error = carve.take<int>(1);
   check_cuda(cudaMemsetAsync(error, 0, sizeof(int), s), "cudaMemsetAsync");
   launch_spmv(a.values.type, a.offsets.type, off, idx, val, x, y, a.rows, a.cols, nnz, work, error, s);
-  Staging::back(a.y, y, s);
-  const int bits = call.finish(error);
+  ArrayStage::back(a.y, y, s);
+  const int bits = call.finish_reading(error);
   if (bits & 2)
     throw Error(ErrorCode::invalid_argument,
                 "spmv_csr: row_offsets (checked on the device) do not rise from 0 to nnz = " + std::to_string(nnz));

@@ -1,4 +1,4 @@
-#include "resources.hpp"
+#include "cuda/resources.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -6,7 +6,7 @@
 
 #include <simkit/error.hpp>
 
-#include "check.hpp"
+#include "cuda/check.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -61,8 +61,10 @@ Resources* create(int device) {
     r->multiprocessors = p.multiProcessorCount;
     r->sm_major = p.major;
     r->smem_optin = p.sharedMemPerBlockOptin;
-    for (cudaStream_t& s : r->stream) check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
-    for (cudaEvent_t& e : r->event) check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    for (cudaStream_t* s : {&r->compute, &r->select, &r->copy}) check_cuda(cudaStreamCreate(s), "cudaStreamCreate");
+    for (cudaEvent_t* e : {&r->fork, &r->join[0], &r->join[1], &r->released, &r->slot[0].copied, &r->slot[0].computed,
+                           &r->slot[0].selected, &r->slot[1].copied, &r->slot[1].computed, &r->slot[1].selected})
+      check_cuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate");
     check_cublas(cublasLtCreate(&r->lt), "cublasLtCreate");
     r->pinned_small.reserve(4096);
   } catch (...) {
@@ -97,12 +99,26 @@ Lease::Lease(int device) : r_(nullptr) {
       }
   }
   if (r_ == nullptr) r_ = create(device);
+  if (r_->release_pending) {
+    // The last call on these Resources returned with its work in flight on its caller's
+    // stream; the arena it used is ours now only after that work.
+    for (cudaStream_t s : {r_->compute, r_->select, r_->copy})
+      check_cuda(cudaStreamWaitEvent(s, r_->released, 0), "cudaStreamWaitEvent");
+    r_->release_pending = false;
+  }
+}
+
+void Lease::release_later(cudaStream_t stream) {
+  check_cuda(cudaEventRecord(r_->released, stream), "cudaEventRecord");
+  r_->release_pending = true;
+  later_ = true;
 }
 
 Lease::~Lease() {
   // Nothing may still run on these streams when another call picks them up and reuses the
   // arena. After an error this also waits for whatever was already queued.
-  for (cudaStream_t s : r_->stream) (void)cudaStreamSynchronize(s);
+  if (!later_)
+    for (cudaStream_t s : {r_->compute, r_->select, r_->copy}) (void)cudaStreamSynchronize(s);
   (void)cudaGetLastError();
   std::lock_guard<std::mutex> lock(pool().mutex);
   pool().idle.push_back(r_);
@@ -119,10 +135,10 @@ void Carver::overflow() {
   throw Error(ErrorCode::out_of_memory, "internal: GPU scratch plan exceeded the reserved arena");
 }
 
-void stream_wait(Resources& r, cudaStream_t to, cudaStream_t from) {
+void stream_wait(cudaStream_t to, cudaStream_t from, cudaEvent_t event) {
   if (to == from) return;
-  check_cuda(cudaEventRecord(r.event[0], from), "cudaEventRecord");
-  check_cuda(cudaStreamWaitEvent(to, r.event[0], 0), "cudaStreamWaitEvent");
+  check_cuda(cudaEventRecord(event, from), "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(to, event, 0), "cudaStreamWaitEvent");
 }
 
 }  // namespace simkit::detail::cuda

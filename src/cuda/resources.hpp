@@ -48,17 +48,29 @@ class PinnedBuffer {
   size_t capacity_ = 0;
 };
 
+/// Events of one slot of a two-slot tile pipeline (k-NN and its host fallback): the slot's
+/// buffers may be refilled once the work that last read them has recorded its event.
+struct SlotEvents {
+  cudaEvent_t copied = nullptr;    // the copy into (or out of) the slot's staging buffer is done
+  cudaEvent_t computed = nullptr;  // the slot's tile has been computed
+  cudaEvent_t selected = nullptr;  // the slot's tile has been folded into the running lists
+};
+
 struct Resources {
   int device = 0;
   int multiprocessors = 0;
   int sm_major = 0;
   size_t smem_optin = 0;
-  // stream[0] computes; stream[1] runs the k-selection next to it; stream[2] copies.
-  // Created blocking (not cudaStreamNonBlocking), so they also order after work the caller
-  // queued on the legacy default stream, e.g. a kernel that filled an input.
-  cudaStream_t stream[3] = {nullptr, nullptr, nullptr};
-  // Events without timing, for ordering streams: [0] for stream_wait, the rest for callers.
-  cudaEvent_t event[12] = {};
+  // The call's own streams (Call, call.hpp): compute (unless the caller gave a stream), the
+  // k-selection next to it, and host copies. Created blocking (not cudaStreamNonBlocking), so
+  // they also order after work the caller queued on the legacy default stream.
+  cudaStream_t compute = nullptr, select = nullptr, copy = nullptr;
+  // Events without timing, for ordering streams.
+  cudaEvent_t fork = nullptr;      // the side streams start after the main stream's work so far
+  cudaEvent_t join[2] = {};        // the main stream waits for each side stream
+  cudaEvent_t released = nullptr;  // an asynchronous call's end: the next lease waits for it
+  bool release_pending = false;    // `released` was recorded and nobody has waited for it yet
+  SlotEvents slot[2];
   cublasLtHandle_t lt = nullptr;
   DeviceArena arena;
   PinnedBuffer pinned[2];
@@ -70,7 +82,11 @@ class Lease {
  public:
   /// The caller has already made `device` current (DeviceGuard).
   explicit Lease(int device);
+  /// Waits for the Resources' own streams, unless release_later() was called.
   ~Lease();
+  /// The call's work stays in flight on `stream` (the caller's): the Resources go back to the
+  /// pool now, and whoever leases them next waits for `stream`'s work so far, on the device.
+  void release_later(cudaStream_t stream);
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
   Resources& operator*() const noexcept { return *r_; }
@@ -78,6 +94,7 @@ class Lease {
 
  private:
   Resources* r_;
+  bool later_ = false;
 };
 
 /// Bytes of device scratch this call may use: Context::gpu_memory_budget, or 80% of the
@@ -106,7 +123,8 @@ class Carver {
   size_t used_ = 0;
 };
 
-/// Records an event on `from` and makes `to` wait for it (no host synchronisation).
-void stream_wait(Resources& r, cudaStream_t to, cudaStream_t from);
+/// Makes `to` wait for the work enqueued on `from` so far (no host synchronisation); `event`
+/// is recorded on `from`.
+void stream_wait(cudaStream_t to, cudaStream_t from, cudaEvent_t event);
 
 }  // namespace simkit::detail::cuda

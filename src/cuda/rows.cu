@@ -1,8 +1,8 @@
-#include "rows.hpp"
+#include "cuda/rows.hpp"
 
 #include <cstdint>
 
-#include "check.hpp"
+#include "cuda/check.hpp"
 
 namespace simkit::detail::cuda {
 

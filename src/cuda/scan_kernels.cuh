@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "prim_warp.cuh"
-#include "tile_status.cuh"
+#include "cuda/prim_warp.cuh"
+#include "cuda/tile_status.cuh"
 
 namespace simkit::detail::cuda {
 

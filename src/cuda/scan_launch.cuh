@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "check.hpp"
 #include "core/scan_ops.hpp"
-#include "scan_kernels.cuh"
+#include "cuda/check.hpp"
+#include "cuda/scan_kernels.cuh"
 
 namespace simkit::detail::cuda {
 

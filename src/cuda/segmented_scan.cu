@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "check.hpp"
-#include "prim_launch.hpp"
-#include "scan_launch.cuh"
+#include "cuda/check.hpp"
+#include "cuda/prim_launch.hpp"
+#include "cuda/scan_launch.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -22,10 +22,10 @@
 
 #include <cstdint>
 
-#include "check.hpp"
 #include "core/merge_path.hpp"
-#include "prim_launch.hpp"
-#include "prim_warp.cuh"
+#include "cuda/check.hpp"
+#include "cuda/prim_launch.hpp"
+#include "cuda/prim_warp.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "prim_warp.cuh"
+#include "cuda/prim_warp.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -1,4 +1,4 @@
-#include "cpu/select.hpp"
+#include "cpu/select/top_k.hpp"
 
 #include <algorithm>
 #include <cmath>

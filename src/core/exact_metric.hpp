@@ -1,18 +1,19 @@
 #pragma once
 // Direct metrics in float64 arithmetic. exact_sqdist is the cancellation-free form used where
 // the expanded ||q||^2 + ||x||^2 - 2 q.x is unreliable; all of them re-score k-NN candidates
-// (cpu/knn.cpp), because sgemm need not give equal bits for equal rows (OpenBLAS's AVX-512
-// kernels sum a row differently depending on its position in the tile), so equal rows would not
-// tie. Differences of two floats are exact in double, each square is rounded once
-// (relative 2^-53), and the sum of non-negative terms keeps a relative error of about d 2^-53,
-// far below the float32 output rounding. Deterministic: same rows, same bits.
+// on the host (core/rescore.cpp, for both backends; cuda/rescore.cu is the device twin), because sgemm need not give
+// equal bits for equal rows (OpenBLAS's AVX-512 kernels sum a row differently depending on its position in the tile),
+// so equal rows would not tie. Differences of two floats are exact in double, each square is rounded once (relative
+// 2^-53), and the sum of non-negative terms keeps a relative error of about d 2^-53, far below the float32 output
+// rounding. Deterministic: same rows, same bits.
 
 #include <cmath>
 #include <cstdint>
 
-#include "cpu/simd.hpp"
+#include "core/metric_plan.hpp"
+#include "core/simd.hpp"
 
-namespace simkit::detail::cpu {
+namespace simkit::detail {
 
 inline double exact_sqdist(const float* a, const float* b, int64_t d) {
   using simd::d4;
@@ -54,4 +55,17 @@ inline double exact_cosine(const float* a, const float* b, int64_t d, double ma 
   return c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
 }
 
-}  // namespace simkit::detail::cpu
+/// The float64 selection key of a pair (smaller is better): the exact value of `form`, negated
+/// for the similarities.
+inline double exact_key(ExactForm form, const float* q, const float* x, int64_t d) {
+  switch (form) {
+    case ExactForm::sqdist: return exact_sqdist(q, x, d);
+    case ExactForm::dot: return -exact_dot(q, x, d);
+    case ExactForm::cosine: return -exact_cosine(q, x, d);
+    case ExactForm::centred_cosine: return -exact_cosine(q, x, d, exact_mean(q, d), exact_mean(x, d));
+    case ExactForm::none: break;
+  }
+  return 0.0;
+}
+
+}  // namespace simkit::detail

@@ -28,8 +28,8 @@
 
 #include <cstdint>
 
-#include "bitonic.cuh"
-#include "select.hpp"
+#include "cuda/select/bitonic.cuh"
+#include "cuda/select/top_k_lists.hpp"
 
 namespace simkit::detail::cuda {
 

@@ -15,7 +15,8 @@ constexpr int64_t kNoId = INT64_MAX;
 
 /// The total order of k-selection: smaller key first, then the lower id. An empty slot is
 /// (+inf, INT64_MAX) and sorts after every real candidate.
-__device__ __forceinline__ bool before(float ka, int64_t ia, float kb, int64_t ib) {
+template <class K>
+__device__ __forceinline__ bool before(K ka, int64_t ia, K kb, int64_t ib) {
   return ka < kb || (ka == kb && ia < ib);
 }
 
@@ -27,8 +28,9 @@ __device__ __forceinline__ void team_sync() {
     __syncthreads();
 }
 
-__device__ __forceinline__ void compare_swap(float* keys, int64_t* ids, int i, int j, bool ascending) {
-  const float ki = keys[i], kj = keys[j];
+template <class K>
+__device__ __forceinline__ void compare_swap(K* keys, int64_t* ids, int i, int j, bool ascending) {
+  const K ki = keys[i], kj = keys[j];
   const int64_t ii = ids[i], ij = ids[j];
   if (before(kj, ij, ki, ii) == ascending) {
     keys[i] = kj, ids[i] = ij;
@@ -36,9 +38,10 @@ __device__ __forceinline__ void compare_swap(float* keys, int64_t* ids, int i, i
   }
 }
 
-/// Sorts n (a power of two) pairs ascending. Ends synchronised.
-template <int TEAM>
-__device__ void bitonic_sort(float* keys, int64_t* ids, int n, int tid) {
+/// Sorts n (a power of two) pairs ascending; keys float, or double for re-scored candidates.
+/// Ends synchronised.
+template <int TEAM, class K>
+__device__ void bitonic_sort(K* keys, int64_t* ids, int n, int tid) {
   for (int size = 2; size <= n; size <<= 1) {
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
       for (int p = tid; p < n / 2; p += TEAM) {

@@ -1,6 +1,6 @@
 #pragma once
-// Host-side pieces of k-NN on the GPU: exact re-scoring when the base lives in host memory,
-// and the selection of the k > 1024 fallback (knn_fallback.cpp). OpenMP over queries.
+// The host-side selection of the k > 1024 fallback of k-NN on the GPU (knn_fallback.cpp):
+// the device computes the tiles, the host keeps each row's best. OpenMP over rows.
 
 #include <cstddef>
 #include <cstdint>
@@ -8,16 +8,6 @@
 #include <vector>
 
 namespace simkit::detail::cuda {
-
-/// For each row r < rows: the exact |Q_r - X_id|^2 (sqrt for l2), summed in double, of the
-/// candidates ids[r * ids_stride + c], c < kc (INT64_MAX = empty slot, ranked last); sorted by
-/// (value, id); the best k written to out_values / out_ids (row stride k). Q and X on the host.
-void host_rescore_sort(const float* Q, const float* X, int64_t d, const int64_t* ids, int64_t ids_stride, int64_t rows,
-                       int64_t kc, int64_t k, bool take_sqrt, float* out_values, int64_t* out_ids);
-
-/// Sorts each row's kc (value, id) pairs ascending by (value, id) and writes the best k.
-void host_sort_pairs(const float* values, const int64_t* ids, int64_t rows, int64_t kc, int64_t k, float* out_values,
-                     int64_t* out_ids);
 
 /// The best `keep` (value, id) pairs per row over a stream of tiles, by the metric's order
 /// (largest first for similarities), ties by the lower id.

@@ -1,6 +1,6 @@
 #pragma once
-// Host entry points of the k-NN device kernels: tile selection (select_k.cuh), exact re-scoring
-// of candidates and the final per-query sort (knn_finalize.cu).
+// Running top-k lists on the device: tile selection (select_tile.cuh) and the final per-row
+// sort (sort_output.cu), shared by k-NN and select_k.
 
 #include <cuda_runtime.h>
 
@@ -17,7 +17,7 @@ constexpr int64_t kMaxListCapacity = 2048;
 /// the largest values).
 enum class KeyMode { plain, add_aux, mul_aux, negate };
 
-/// One tile for the selection kernel (select_k.cuh).
+/// One tile for the selection kernel (select_tile.cuh).
 struct SelectArgs {
   const float* tile;
   int64_t ldt;  // row stride; rows need not be 16-byte aligned (select_k's are not) unless aux is used
@@ -36,17 +36,21 @@ int select_capacity(int64_t kc);
 /// Merges one tile into the running lists (capacity C = select_capacity(kc)).
 void select_tile(int capacity, KeyMode mode, const SelectArgs& args, cudaStream_t stream);
 
-/// out[r * out_stride + c] = |Q_r - X_id|^2 (or its square root), summed in double, for the
-/// ids[r * ids_stride + c], c < kc, r < rows. An id of INT64_MAX (empty slot) gives +inf.
-void rescore_sq(const float* Q, int64_t ldq, const float* X, int64_t ldx, int64_t d, const int64_t* ids,
-                int64_t ids_stride, float* out, int64_t out_stride, int64_t rows, int64_t kc, bool take_sqrt,
-                cudaStream_t stream);
+/// How a sorted key becomes the value written out: negated back (similarities, the k largest),
+/// or its square root (l2 ranks squared distances).
+struct KeyToValue {
+  bool negate = false;
+  bool root = false;
+};
 
-/// Sorts each row's first kc (key, id) pairs by (key, id) and writes the best k as
-/// values = sign * key and ids, row-major with stride k. kc <= kMaxListCapacity. A slot never
-/// filled (fewer than k candidates were offered: NaNs are never taken) comes out as (NaN, -1).
-void sort_output(const float* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k, float sign,
-                 float* out_values, int64_t* out_ids, cudaStream_t stream);
+/// Sorts each row's first kc (key, id) pairs by (key, id) and writes the best k as values and
+/// ids, row-major with stride k. kc <= kMaxListCapacity. A slot never filled (fewer than k
+/// candidates were offered: NaNs are never taken) comes out as (NaN, -1). Float keys come from
+/// the selection, double keys from the re-score (cuda/rescore.hpp).
+void sort_output(const float* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k,
+                 KeyToValue to, float* out_values, int64_t* out_ids, cudaStream_t stream);
+void sort_output(const double* keys, const int64_t* ids, int64_t stride, int64_t rows, int64_t kc, int64_t k,
+                 KeyToValue to, float* out_values, int64_t* out_ids, cudaStream_t stream);
 
 /// Running top-k lists of a batch of rows in device memory: what select_k and k-NN select with.
 /// reset, then add_tile for every tile of columns (ids id0, id0 + 1, ...), then finish.
@@ -62,9 +66,9 @@ struct TopKLists {
                 cudaStream_t stream) const {
     select_tile(capacity, mode, SelectArgs{tile, ldt, rows, cols, aux, id0, keys, ids, kc}, stream);
   }
-  /// The best k (<= kc) of each row, sorted, as sign * key.
-  void finish(int64_t k, float sign, float* out_values, int64_t* out_ids, cudaStream_t stream) const {
-    sort_output(keys, ids, capacity, rows, kc, k, sign, out_values, out_ids, stream);
+  /// The best k (<= kc) of each row, sorted, as values.
+  void finish(int64_t k, KeyToValue to, float* out_values, int64_t* out_ids, cudaStream_t stream) const {
+    sort_output(keys, ids, capacity, rows, kc, k, to, out_values, out_ids, stream);
   }
 };
 

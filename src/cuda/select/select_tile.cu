@@ -1,13 +1,13 @@
-// Instantiations and launch of the tile selection kernel (select_k.cuh).
-#include "select.hpp"
+// Instantiations and launch of the tile selection kernel (select_tile.cuh).
+#include "cuda/select/top_k_lists.hpp"
 
 #include <string>
 
 #include <simkit/error.hpp>
 
-#include "check.hpp"
-#include "rows.hpp"
-#include "select_k.cuh"
+#include "cuda/check.hpp"
+#include "cuda/rows.hpp"
+#include "cuda/select/select_tile.cuh"
 
 namespace simkit::detail::cuda {
 

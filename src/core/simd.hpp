@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace simkit::detail::cpu::simd {
+namespace simkit::detail::simd {
 
 typedef float f8 __attribute__((vector_size(32)));
 typedef int32_t i8 __attribute__((vector_size(32)));
@@ -38,4 +38,4 @@ inline double sum_as_double(f8 v) {
 
 inline double sum(d4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 
-}  // namespace simkit::detail::cpu::simd
+}  // namespace simkit::detail::simd

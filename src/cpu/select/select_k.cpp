@@ -7,9 +7,9 @@
 #include <limits>
 #include <vector>
 
-#include "core/primitives_backend.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "cpu/parallel.hpp"
-#include "cpu/select.hpp"
+#include "cpu/select/top_k.hpp"
 
 namespace simkit::detail::cpu {
 
@@ -30,7 +30,7 @@ void write_row(std::vector<Candidate>& best, int64_t k, bool negated, float* val
 
 }  // namespace
 
-void select_k(const Context& ctx, const SelectKArgs& a) {
+void CpuBackend::select_k(const Context& ctx, const SelectKArgs& a) const {
   translate_bad_alloc("select_k", [&] {
     const int threads = cpu_threads(ctx);
     const int64_t rows = a.in.rows, cols = a.in.cols, k = a.k;

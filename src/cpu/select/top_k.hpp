@@ -19,7 +19,7 @@
 #include <limits>
 #include <vector>
 
-#include "cpu/simd.hpp"
+#include "core/simd.hpp"
 
 namespace simkit::detail::cpu {
 
