@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds simkit (library, `simkit` command line, tests) in build/ as Release.
-# The CUDA backend is built whenever nvcc is found (SIMKIT_CUDA=AUTO), on PATH or in
-# /usr/local/cuda/bin.
+# The CUDA backend is built when nvcc is found (on PATH or in /usr/local/cuda/bin) and a GPU is
+# visible (SIMKIT_CUDA=AUTO, for that GPU's architecture); -DSIMKIT_CUDA=ON builds it without a
+# GPU, for the architectures 80;86;89;90 unless -DCMAKE_CUDA_ARCHITECTURES says otherwise.
 #
-#   scripts/build.sh [more cmake options, e.g. -DSIMKIT_CUDA=OFF]
+#   scripts/build.sh [more cmake options, e.g. -DSIMKIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90]
 # Environment: SIMKIT_BUILD_DIR (default: build), SIMKIT_WERROR=ON (warnings are errors),
 #              JOBS (parallel compile jobs; default: the number of CPUs).
 set -euo pipefail

@@ -43,7 +43,11 @@ else
 fi
 
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-  echo "setup: CUDA toolkit found: the CUDA backend will be built"
+  if nvidia-smi -L 2>/dev/null | grep -q "GPU 0"; then
+    echo "setup: CUDA toolkit and a GPU found: the CUDA backend will be built for it"
+  else
+    echo "setup: CUDA toolkit found but no GPU: CPU-only build unless scripts/build.sh -DSIMKIT_CUDA=ON"
+  fi
 else
   echo "setup: no nvcc: the build will be CPU-only (install NVIDIA's CUDA toolkit for the GPU backend)"
 fi

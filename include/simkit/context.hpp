@@ -36,12 +36,13 @@ struct Context {
   ///
   /// With a stream, a GPU call's work is ordered on it: after what the caller queued there
   /// before, before what it queues next (a torch or CuPy stream, a server's per-batch stream).
-  /// A call that touches host memory, or must report a check it makes on device data (NaN or
-  /// Inf in device inputs, CSR structure, segment offsets), still waits for that stream before
-  /// it returns. A call whose arrays are all on the device and that has nothing to report
-  /// returns as soon as its work is queued (sort, merge, a plain scan, select_k, a pairwise dot
-  /// or l1 matrix excepted for its NaN check...): synchronise the stream, or order later work on
-  /// it, before reading the results. The CPU backend ignores the stream.
+  /// The call returns as soon as its work is queued when every array it touches is on the
+  /// device and it has no device-side check to report: knn (its inputs' NaN/Inf scan, made
+  /// first, waits for the stream), select_k, sort, merge, scans without segment offsets.
+  /// Synchronise the stream (or simkit::synchronize(ctx)) before reading such results on the
+  /// host. Calls that touch host memory or must report a device-side check (pairwise's NaN/Inf
+  /// flags, spmv_csr's structure, segment offsets, the Gauss transform) wait for the stream
+  /// before they return, as without one. The CPU backend ignores the stream.
   void* stream = nullptr;
 };
 

@@ -39,7 +39,8 @@ class DeviceMatrix {
   int gpu_id_ = 0;
 };
 
-/// Blocks until all simkit work queued on the context's GPU has finished (no-op on CPU).
+/// Blocks until all simkit work queued on the context's GPU has finished: on Context::stream when
+/// one is set, else on the whole device (no-op on CPU).
 void synchronize(const Context& ctx);
 
 extern template class DeviceMatrix<float>;
