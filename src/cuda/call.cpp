@@ -6,7 +6,7 @@ namespace simkit::detail::cuda {
 
 Call::Call(const Context& ctx)
     : guard_(ctx.gpu_id),
-      lease_(ctx.gpu_id),
+      lease_(ctx.gpu_id, static_cast<cudaStream_t>(ctx.stream)),
       main_(ctx.stream != nullptr ? static_cast<cudaStream_t>(ctx.stream) : lease_->compute),
       callers_(ctx.stream != nullptr) {}
 

@@ -87,7 +87,7 @@ Pool& pool() {
 
 }  // namespace
 
-Lease::Lease(int device) : r_(nullptr) {
+Lease::Lease(int device, cudaStream_t caller) : r_(nullptr) {
   {
     std::lock_guard<std::mutex> lock(pool().mutex);
     auto& idle = pool().idle;
@@ -102,8 +102,8 @@ Lease::Lease(int device) : r_(nullptr) {
   if (r_->release_pending) {
     // The last call on these Resources returned with its work in flight on its caller's
     // stream; the arena it used is ours now only after that work.
-    for (cudaStream_t s : {r_->compute, r_->select, r_->copy})
-      check_cuda(cudaStreamWaitEvent(s, r_->released, 0), "cudaStreamWaitEvent");
+    for (cudaStream_t s : {r_->compute, r_->select, r_->copy, caller})
+      if (s != nullptr) check_cuda(cudaStreamWaitEvent(s, r_->released, 0), "cudaStreamWaitEvent");
     r_->release_pending = false;
   }
 }

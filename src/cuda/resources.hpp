@@ -80,8 +80,10 @@ struct Resources {
 /// A Resources leased from the pool of the current device for one call.
 class Lease {
  public:
-  /// The caller has already made `device` current (DeviceGuard).
-  explicit Lease(int device);
+  /// The caller has already made `device` current (DeviceGuard). When the last call on these
+  /// Resources left work in flight (release_later), the Resources' own streams and `caller`
+  /// (the stream this call will use, if not one of them) wait for it before any work of ours.
+  explicit Lease(int device, cudaStream_t caller = nullptr);
   /// Waits for the Resources' own streams, unless release_later() was called.
   ~Lease();
   /// The call's work stays in flight on `stream` (the caller's): the Resources go back to the
