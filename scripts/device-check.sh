@@ -3,10 +3,14 @@
 # run compute-sanitizer (memcheck, racecheck) over them, then the benchmarks and the PyTorch
 # peer script, and leave logs plus a short table under $OUT.
 #
-#   bash scripts/device-check.sh [all|tests|sanitize|bench]      (default: all)
+#   bash scripts/device-check.sh [all|tests|sanitize|bench|regression]      (default: all)
 #
 # tests: the gpu tests, the digits run and compute-sanitizer; sanitize: compute-sanitizer only
-# (a second call when the first ran out of time).
+# (a second call when the first ran out of time); regression: BASE_SRC (another source tree,
+# e.g. `git archive OLD | tar -x -C .wt/base-src`, carried) is built beside this one and
+# `bench pairwise` / `bench knn` of both run alternately (scripts/bench-regression.sh,
+# REGRESSION_ROUNDS rounds, default 3), after whatever else the mode runs, whenever BASE_SRC
+# is set (`regression` alone runs nothing else).
 #
 # Environment: SANITIZER=0 skips compute-sanitizer; SANITIZER_TESTS (names of test executables,
 # default every test_gpu_*: the ones whose kernels changed), SANITIZER_FILTER (a --gtest_filter)
@@ -36,6 +40,14 @@ prefix=""
 if [ -d "$deps" ]; then
   prefix="-DCMAKE_PREFIX_PATH=$deps -DCMAKE_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu"
   export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}"
+fi
+base_build=$root/build-base
+if [ -n "${BASE_SRC:-}" ]; then
+  log "building BASE_SRC=$BASE_SRC beside (the command line only)"
+  (cmake -S "$BASE_SRC" -B "$base_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSIMKIT_CUDA=ON \
+     -DCMAKE_CUDA_ARCHITECTURES=90 -DSIMKIT_TESTS=OFF $prefix && cmake --build "$base_build" -j 8 --target simkit_cli) \
+    >"$OUT/build-base.log" 2>&1 &
+  base_pid=$!
 fi
 log "configure"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSIMKIT_CUDA=ON \
@@ -134,6 +146,15 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   python3 "$root/bench/compare.py" --out "$OUT/table.md" \
     --device-name "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
     ${SIMKIT_COMMIT:+--commit "$SIMKIT_COMMIT"} "$OUT/simkit.csv" "$OUT/torch.csv" && cat "$OUT/table.md"
+fi
+if [ -n "${base_pid:-}" ]; then
+  if wait "$base_pid"; then
+    log "before/after: $BASE_SRC (old) vs this tree (new), ${REGRESSION_ROUNDS:-3} rounds"
+    bash "$root/scripts/bench-regression.sh" "$base_build/apps/cli/simkit" "$build/apps/cli/simkit" "$OUT" \
+      "${REGRESSION_ROUNDS:-3}" | tee -a "$OUT/summary.txt" || status=1
+  else
+    log "building BASE_SRC FAILED (see build-base.log)"; status=1
+  fi
 fi
 log "done, status $status"
 exit $status
