@@ -1,7 +1,8 @@
 // k-NN on the GPU for k > 1024, beyond the device selection's list capacity.
 //
 // The GPU still computes every metric tile (the O(m n d) part); the tiles come back to pinned
-// host memory and the host keeps each query's best candidates (HostTopK, OpenMP over queries).
+// host memory and the host keeps each query's best candidates with the CPU backend's selection
+// (cpu/select/top_k.hpp, OpenMP over queries).
 // Two device tiles and two pinned buffers alternate, so the host selects tile t while the GPU
 // computes and copies tile t + 1. Device memory stays bounded by the budget, host memory by
 // one query batch's candidate lists. The candidates kept (plan.candidates) are re-scored in
@@ -14,13 +15,13 @@
 #include <simkit/error.hpp>
 
 #include "core/rescore.hpp"
+#include "cpu/select/top_k.hpp"
 #include "cuda/call.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/gemm.hpp"
 #include "cuda/rescore.hpp"
 #include "cuda/resources.hpp"
-#include "cuda/select/host_top_k.hpp"
 #include "cuda/staging.hpp"
 #include "cuda/tile_ops.hpp"
 
@@ -96,6 +97,7 @@ void knn_fallback(const Context& ctx, Call& call, const KnnArgs& a, int64_t keep
   const bool direct_out = a.values.where == Memory::host && a.ids.where == Memory::host;
   std::vector<float> out_v(direct_out ? 0 : size_t(mb) * k);
   std::vector<int64_t> out_i(direct_out ? 0 : size_t(mb) * k);
+  std::vector<cpu::TopK> top(static_cast<size_t>(mb));
   std::vector<int64_t> cand_ids;
   std::vector<double> cand_keys;
   std::vector<float> q_rows_host;
@@ -105,12 +107,20 @@ void knn_fallback(const Context& ctx, Call& call, const KnnArgs& a, int64_t keep
     const int64_t rows = std::min(mb, m - q0);
     const float* q_raw = q_rows.in(q0, rows, s);
     const Operand qop = prepare_operand(plan, q_raw, false, rows, d, q_scratch, s);
-    HostTopK top(rows, keep, plan.negate);
+    for (int64_t i = 0; i < rows; ++i) top[size_t(i)].reset(keep, n);
 
     int64_t pending_cols = 0, pending_id0 = 0;  // the tile waiting in host_tile[(t - 1) & 1]
     auto consume = [&](int slot) {
       check_cuda(cudaEventSynchronize(r.slot[slot].copied), "cudaEventSynchronize");
-      top.add_tile(host_tile[slot], pending_cols, pending_cols, pending_id0);
+      const float* tile_rows = host_tile[slot];
+#pragma omp parallel for schedule(dynamic, 4)
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* row = tile_rows + i * pending_cols;
+        if (plan.negate)
+          top[size_t(i)].offer<true>(row, pending_cols, pending_id0);
+        else
+          top[size_t(i)].offer<false>(row, pending_cols, pending_id0);
+      }
     };
     for (int64_t t = 0; t < tiles; ++t) {
       const int slot = int(t & 1);
@@ -126,22 +136,25 @@ void knn_fallback(const Context& ctx, Call& call, const KnnArgs& a, int64_t keep
       if (ctx.progress) ctx.progress(double(batch * tiles + t + 1) / double(batches * tiles + 1));
     }
     consume(int((tiles - 1) & 1));
-    top.finish();
 
     float* vals_dst = direct_out ? a.values.data + q0 * k : out_v.data();
     int64_t* ids_dst = direct_out ? a.ids.data + q0 * k : out_i.data();
+    // Each row's kept candidates, best first (the order matters only without a re-score).
     cand_ids.resize(size_t(rows) * keep);
+#pragma omp parallel for schedule(dynamic, 4)
     for (int64_t i = 0; i < rows; ++i) {
-      const auto& best = top.row(i);
-      for (int64_t c = 0; c < keep; ++c) cand_ids[size_t(i * keep + c)] = best[size_t(c)].second;
-    }
-    if (!plan.rescores()) {
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t c = 0; c < k; ++c) {
-          vals_dst[i * k + c] = top.row(i)[size_t(c)].first;
-          ids_dst[i * k + c] = cand_ids[size_t(i * keep + c)];
+      std::vector<cpu::Candidate>& best = top[size_t(i)].best();
+      std::sort(best.begin(), best.end(), cpu::ranks_before);
+      for (int64_t c = 0; c < keep; ++c) {
+        cand_ids[size_t(i * keep + c)] = best[size_t(c)].id;
+        if (!plan.rescores() && c < k) {
+          vals_dst[i * k + c] = float(plan.value_of_key(best[size_t(c)].key));
+          ids_dst[i * k + c] = best[size_t(c)].id;
         }
-    } else if (need.x_host) {
+      }
+    }
+    // Without a re-score the selection's own values are final (l1), written above.
+    if (plan.rescores() && need.x_host) {
       const float* q_host = Q.data + q0 * d;
       if (!need.q_host) {
         q_rows_host.resize(size_t(rows) * d);
@@ -152,7 +165,7 @@ void knn_fallback(const Context& ctx, Call& call, const KnnArgs& a, int64_t keep
       }
       rescore_rank_rows(plan, MatrixView<const float>(q_host, rows, d), X, cand_ids.data(), keep, keep, k, vals_dst,
                         ids_dst);
-    } else {
+    } else if (plan.rescores()) {
       // The base is on the device: the keys are computed there, ranked here.
       cand_keys.resize(size_t(rows) * keep);
       check_cuda(cudaMemcpyAsync(cand_ids_dev, cand_ids.data(), size_t(rows) * keep * 8, cudaMemcpyHostToDevice, s),
