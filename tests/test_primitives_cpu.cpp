@@ -157,7 +157,7 @@ TEST(PrimitivesCpu, MergeKeysAndPairs) {
   expect_merge<int32_t, float>(cpu_context(), Where::host, 1 << 20, 1 << 20, KeyShape::few, Order::ascending, true, 5);
 }
 
-// Pairs of runs already in order are copied, not merged (src/cpu/merge_sort.cpp): all of b
+// Pairs of runs already in order are copied, not merged (src/cpu/primitives/merge_sort.cpp): all of b
 // strictly before all of a, and all of a before all of b with equal keys at the seam (a's
 // first). Values are positions in a ++ b, so any break of stability shows.
 TEST(PrimitivesCpu, MergeOfRangesAlreadyInOrder) {

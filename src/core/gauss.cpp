@@ -1,6 +1,6 @@
 // The public Gauss transform: argument checks, device resolution and the choice between the
-// direct sum and the IFGT. The backends (src/cpu/gauss_direct.cpp, src/cpu/ifgt*.cpp,
-// src/cuda/gauss_direct.cu) assume everything checked here.
+// direct sum and the IFGT. The backends (src/cpu/gauss/gauss_direct.cpp, src/cpu/ifgt*.cpp,
+// src/cuda/gauss/gauss_direct.cu) assume everything checked here.
 //
 // Where things run. Both methods run on the resolved device. The IFGT's plan is made on the host
 // (core/ifgt_plan.cpp) with that device's cost model, from a sample of the data that the device

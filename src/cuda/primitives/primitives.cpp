@@ -15,9 +15,9 @@
 
 #include "cuda/call.hpp"
 #include "cuda/check.hpp"
-#include "cuda/cub_routes.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/prim_launch.hpp"
+#include "cuda/primitives/cub_routes.hpp"
+#include "cuda/primitives/prim_launch.hpp"
 #include "cuda/resources.hpp"
 #include "cuda/staging.hpp"
 

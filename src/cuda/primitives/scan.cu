@@ -1,7 +1,7 @@
 // Plain scans on the GPU (scan_kernels.cuh, scan_launch.cuh). scan_scratch_bytes covers the
 // segmented ones too (segmented_scan.cu).
-#include "cuda/prim_launch.hpp"
-#include "cuda/scan_launch.cuh"
+#include "cuda/primitives/prim_launch.hpp"
+#include "cuda/primitives/scan_launch.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -1,4 +1,4 @@
-// CSR y = A x on the CPU, balanced by merge path as on the GPU (src/cuda/spmv.cu).
+// CSR y = A x on the CPU, balanced by merge path as on the GPU (src/cuda/primitives/spmv.cu).
 //
 // The merge of the row ends (offsets[1..rows]) with the non-zero indices 0..nnz-1 is cut into
 // pieces of kPiece items. Each piece sums, row by row, the non-zeros of every row that ends in

@@ -28,7 +28,7 @@
 #include <type_traits>
 
 #include "core/merge_path.hpp"
-#include "cuda/prim_warp.cuh"
+#include "cuda/primitives/prim_warp.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -13,7 +13,7 @@
 #include "core/key_order.hpp"
 #include "core/scan_ops.hpp"
 #include "cuda/check.hpp"
-#include "cuda/cub_routes.hpp"
+#include "cuda/primitives/cub_routes.hpp"
 
 namespace simkit::detail::cuda::cub_route {
 

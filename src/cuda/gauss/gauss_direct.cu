@@ -18,7 +18,7 @@
 #include "cuda/call.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/gauss_tile.cuh"
+#include "cuda/gauss/gauss_tile.cuh"
 #include "cuda/resources.hpp"
 #include "cuda/staging.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "core/scan_ops.hpp"
 #include "cuda/check.hpp"
-#include "cuda/scan_kernels.cuh"
+#include "cuda/primitives/scan_kernels.cuh"
 
 namespace simkit::detail::cuda {
 

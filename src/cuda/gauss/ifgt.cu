@@ -30,7 +30,7 @@
 #include "cuda/call.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/ifgt_kernels.cuh"
+#include "cuda/gauss/ifgt_kernels.cuh"
 #include "cuda/resources.hpp"
 
 namespace simkit::detail::cuda {

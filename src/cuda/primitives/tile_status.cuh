@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/prim_warp.cuh"
+#include "cuda/primitives/prim_warp.cuh"
 
 namespace simkit::detail::cuda {
 

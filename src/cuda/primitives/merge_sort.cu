@@ -13,8 +13,8 @@
 
 #include "core/key_order.hpp"
 #include "cuda/check.hpp"
-#include "cuda/merge_kernels.cuh"
-#include "cuda/prim_launch.hpp"
+#include "cuda/primitives/merge_kernels.cuh"
+#include "cuda/primitives/prim_launch.hpp"
 
 namespace simkit::detail::cuda {
 

@@ -26,7 +26,7 @@
 #include "core/ifgt_cluster.hpp"
 #include "core/ifgt_plan.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/ifgt_monomials.hpp"
+#include "cpu/gauss/ifgt_monomials.hpp"
 #include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {

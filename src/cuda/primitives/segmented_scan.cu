@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "cuda/check.hpp"
-#include "cuda/prim_launch.hpp"
-#include "cuda/scan_launch.cuh"
+#include "cuda/primitives/prim_launch.hpp"
+#include "cuda/primitives/scan_launch.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/prim_warp.cuh"
-#include "cuda/tile_status.cuh"
+#include "cuda/primitives/prim_warp.cuh"
+#include "cuda/primitives/tile_status.cuh"
 
 namespace simkit::detail::cuda {
 

@@ -24,8 +24,8 @@
 
 #include "core/merge_path.hpp"
 #include "cuda/check.hpp"
-#include "cuda/prim_launch.hpp"
-#include "cuda/prim_warp.cuh"
+#include "cuda/primitives/prim_launch.hpp"
+#include "cuda/primitives/prim_warp.cuh"
 
 namespace simkit::detail::cuda {
 
