@@ -114,6 +114,11 @@ void add_bench_command(CLI::App& app) {
       ->add_option("--queries", kn->queries,
                    "queries per case (default: the case's; on the CPU 1,000 for d = 128 and 100 for d = 768)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  knn_cmd
+      ->add_option("--metric", kn->metric,
+                   "the metric searched: l2, sqeuclidean, cosine, dot, pearson or l1 (every one but l1 re-scores its "
+                   "candidates in float64)")
+      ->capture_default_str();
   knn_cmd->callback([kn] { bench::run_knn_suite(*kn); });
 
   auto ga = std::make_shared<bench::Options>();

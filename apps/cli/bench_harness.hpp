@@ -39,6 +39,7 @@ struct Options {
   // knn only
   std::string cases = "128,768";
   int64_t queries = 0;  // 0: the case's (or the CPU default's) query count
+  std::string metric = "sqeuclidean";
   // primitives only
   std::string sizes, inputs = "random,sorted,reverse";
 };

@@ -1,7 +1,7 @@
-// `simkit bench knn`: exact k = 10 search (sqeuclidean) over 1,000,000 base rows, at d = 128
-// with 10,000 queries and at d = 768 with 1,000 queries. Inputs and outputs stay where the
-// backend computes; recall@10 is checked on a sample of queries against an independent result
-// (the CPU backend for a GPU run, a float64 brute force for a CPU run).
+// `simkit bench knn`: exact k = 10 search (sqeuclidean unless --metric says otherwise) over 1,000,000 base rows, at d =
+// 128 with 10,000 queries and at d = 768 with 1,000 queries. Inputs and outputs stay where the backend computes;
+// recall@10 is checked on a sample of queries against an independent result (the CPU backend for a GPU run, a float64
+// brute force for a CPU run).
 
 #include <algorithm>
 #include <chrono>
@@ -28,7 +28,6 @@ namespace simkit::cli::bench {
 namespace {
 
 constexpr int64_t kK = 10;
-constexpr Metric kMetric = Metric::sqeuclidean;
 constexpr int64_t kGpuSample = 200;     // queries re-searched on the CPU backend after a GPU run
 constexpr int64_t kCpuSample = 10;      // queries re-searched in float64 after a CPU run
 constexpr double kTieTolerance = 1e-5;  // a "miss" this close to the k-th distance is a tie
@@ -72,9 +71,11 @@ struct RecallReport {
 };
 
 // Compares rows `rows` of (ids, values) with the reference ids (one row per sampled query).
-RecallReport compare(MatrixView<const float> Q, MatrixView<const float> X, const Matrix<int64_t>& ids,
+RecallReport compare(Metric metric, MatrixView<const float> Q, MatrixView<const float> X, const Matrix<int64_t>& ids,
                      const Matrix<float>& values, const std::vector<int64_t>& rows,
                      const std::vector<std::vector<int64_t>>& expected) {
+  // Distances rank smallest first, similarities largest first: compare on the distance-like key.
+  const double sign = larger_is_better(metric) ? -1.0 : 1.0;
   RecallReport rep;
   int64_t hits = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -91,14 +92,14 @@ RecallReport compare(MatrixView<const float> Q, MatrixView<const float> X, const
       continue;
     }
     double kth = -std::numeric_limits<double>::infinity();
-    for (int64_t id : want) kth = std::max(kth, reference_value(Q.row(i), X.row(id), X.cols, kMetric));
+    for (int64_t id : want) kth = std::max(kth, sign * reference_value(Q.row(i), X.row(id), X.cols, metric));
     for (int64_t a = 0; a < kK; ++a) {
       if (std::find(want.begin(), want.end(), found[a]) != want.end()) {
         ++hits;
         continue;
       }
       ++rep.misses;
-      const double got = reference_value(Q.row(i), X.row(found[a]), X.cols, kMetric);
+      const double got = sign * reference_value(Q.row(i), X.row(found[a]), X.cols, metric);
       if (got <= kth + kTieTolerance * std::max(std::fabs(kth), 1.0)) ++rep.ties;
     }
   }
@@ -109,13 +110,14 @@ RecallReport compare(MatrixView<const float> Q, MatrixView<const float> X, const
 }  // namespace
 
 void run_knn_suite(const Options& o) {
+  const Metric metric = parse_metric(o.metric);
   std::vector<Case> cases;
   for (int64_t d : parse_int_list(o.cases, "--cases")) cases.push_back(case_for(d, o.quick));
   Setup s = prepare(o, "knn", /*gpu_repeat=*/10, /*cpu_repeat=*/3, /*gpu_warmup=*/2, /*cpu_warmup=*/1);
   const bool on_gpu = s.ctx.device == Device::gpu;
 
   std::printf("  workload:  k = %lld, %s, base and queries uniform in [-1, 1), seed %llu%s\n", (long long)kK,
-              to_string(kMetric), (unsigned long long)o.seed,
+              to_string(metric), (unsigned long long)o.seed,
               o.quick ? " (--quick: smoke-run sizes, not a measurement)" : "");
   if (on_gpu)
     std::printf(
@@ -179,7 +181,7 @@ void run_knn_suite(const Options& o) {
     const Context& ctx = s.ctx;
     const auto ms = time_runs(
         [&] {
-          knn(ctx, Qv, Xv, kK, kMetric, valuesv, idsv);
+          knn(ctx, Qv, Xv, kK, metric, valuesv, idsv);
           synchronize(ctx);
         },
         s.warmup, s.repeat);
@@ -199,21 +201,21 @@ void run_knn_suite(const Options& o) {
       Context cpu;
       cpu.device = Device::cpu;
       cpu.threads = o.threads;
-      const KnnResult ref = knn(cpu, Qs.view(), X.view(), kK, kMetric);
+      const KnnResult ref = knn(cpu, Qs.view(), X.view(), kK, metric);
       for (size_t r = 0; r < sample.size(); ++r)
         expected.emplace_back(&ref.ids(int64_t(r), 0), &ref.ids(int64_t(r), 0) + kK);
     } else {
       for (int64_t i : sample)
-        expected.push_back(reference_knn_row(Q.view().row(i), X.view(), kK, kMetric, s.host_threads));
+        expected.push_back(reference_knn_row(Q.view().row(i), X.view(), kK, metric, s.host_threads));
     }
     const double ref_s = seconds_since(t0);
-    const RecallReport rep = compare(Q.view(), X.view(), ids, values, sample, expected);
+    const RecallReport rep = compare(metric, Q.view(), X.view(), ids, values, sample, expected);
 
     Row r;
     r.suite = "knn";
     r.case_name = "1M-d" + std::to_string(c.d);
     if (c.n != 1000000) r.case_name = std::to_string(c.n) + "-d" + std::to_string(c.d);
-    r.metric = to_string(kMetric);
+    r.metric = to_string(metric);
     r.m = c.m, r.n = c.n, r.d = c.d, r.k = kK;
     r.device = to_string(s.ctx.device);
     r.stats = summarize(ms);
