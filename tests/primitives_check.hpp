@@ -1,9 +1,9 @@
 #pragma once
-// Sequential references for the primitives and the checks that compare a backend with them,
-// shared by the CPU tests (test_primitives_cpu.cpp) and the GPU tests (test_gpu_primitives.cpp).
-// Each check takes the Context to run on and where the arrays live (host, or copied to the
-// device first), so both suites run the same cases. The references are the plainest loops
-// possible and do not share code with the library.
+// Sequential references for the primitives and the checks that compare a backend with them
+// (test_primitives.cpp). Each check takes the Context to run on and where the arrays live
+// (host, or copied to the device first), so one test body runs the same cases on both
+// backends. The references are the plainest loops possible and do not share code with the
+// library.
 
 #include <gtest/gtest.h>
 

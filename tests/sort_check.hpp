@@ -1,7 +1,7 @@
 #pragma once
 // Merge and sort checks against std::stable_sort / std::merge with the documented key order
-// (NaN after +inf, -0.0 equal to +0.0), shared by the CPU and GPU suites. Values are the
-// keys' original positions, so the comparison sees any break of stability.
+// (NaN after +inf, -0.0 equal to +0.0), for either backend. Values are the keys' original
+// positions, so the comparison sees any break of stability.
 
 #include <gtest/gtest.h>
 

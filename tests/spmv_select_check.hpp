@@ -1,7 +1,7 @@
 #pragma once
-// CSR SpMV against a float64 reference and select_k against a stable sort, shared by the CPU
-// and GPU suites, with the matrix shapes that break naive SpMV: one row holding most
-// non-zeros, every row empty, empty rows between long ones, and a power law.
+// CSR SpMV against a float64 reference and select_k against a stable sort, for either backend,
+// with the matrix shapes that break naive SpMV: one row holding most non-zeros, every row
+// empty, empty rows between long ones, and a power law.
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #pragma once
-// What the accuracy tests sweep: every metric at the awkward dimensions the contract names, and
-// the test names those parameters give.
+// What the accuracy tests sweep: both backends, every metric at the awkward dimensions the
+// contract names, and the test names those parameters give.
 
 #include <cstdint>
 #include <string>
@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <simkit/metric.hpp>
 
+#include "contexts.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
@@ -23,8 +24,9 @@ inline std::string name_of(Metric metric, int64_t d) {
   return std::string(to_string(metric)) + "_d" + std::to_string(d);
 }
 
-/// Base of the (metric, d) suites: the run's seed, traced in every failure so it can be replayed.
-class MetricDimSweep : public ::testing::TestWithParam<std::tuple<Metric, int64_t>> {
+/// Base of the (backend, metric, d) suites: the run's seed, traced in every failure so it can be
+/// replayed.
+class BackendMetricDimSweep : public ::testing::TestWithParam<std::tuple<Backend, Metric, int64_t>> {
  protected:
   const uint64_t seed = test_seed();
 
@@ -32,10 +34,16 @@ class MetricDimSweep : public ::testing::TestWithParam<std::tuple<Metric, int64_
   const ::testing::ScopedTrace trace_{__FILE__, __LINE__, "seed " + std::to_string(seed)};
 };
 
-/// Names the cases of a (metric, d) parameterised suite, e.g. "cosine_d127".
-struct MetricDimName {
-  std::string operator()(const ::testing::TestParamInfo<std::tuple<Metric, int64_t>>& info) const {
-    return name_of(std::get<0>(info.param), std::get<1>(info.param));
+/// Every backend, metric and awkward dimension.
+inline auto backend_metric_dims() {
+  return ::testing::Combine(::testing::ValuesIn(kBackends), ::testing::ValuesIn(kMetrics),
+                            ::testing::ValuesIn(kAwkwardDims));
+}
+
+/// Names the cases of a (backend, metric, d) suite with the backend last, e.g. "cosine_d127_gpu".
+struct BackendMetricDimName {
+  std::string operator()(const ::testing::TestParamInfo<std::tuple<Backend, Metric, int64_t>>& info) const {
+    return name_of(std::get<1>(info.param), std::get<2>(info.param)) + "_" + backend_name(std::get<0>(info.param));
   }
 };
 
