@@ -13,8 +13,9 @@
 # is set (`regression` alone runs nothing else).
 #
 # Environment: SANITIZER=0 skips compute-sanitizer; SANITIZER_TESTS (names of test executables,
-# default every test_gpu_*: the ones whose kernels changed), SANITIZER_FILTER (a --gtest_filter)
-# and SANITIZER_TIMEOUT (seconds per run) bound it; BENCH_SUITES picks the suites, GAUSS_CASES
+# default all that hold gpu tests: the ones whose kernels changed), SANITIZER_EXCLUDE (gtest
+# patterns, ':'-separated, left out of every run: the largest cases) and SANITIZER_TIMEOUT
+# (seconds per run) bound it; BENCH_SUITES picks the suites, GAUSS_CASES
 # and TORCH_GAUSS_ARGS the gauss cases (and arguments) of each side, PRIM_ARGS and TORCH_PRIM_ARGS
 # extra arguments of `simkit bench primitives` and its PyTorch peer; SIMKIT_COMMIT names the
 # commit in the table.
@@ -76,22 +77,27 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
 fi
 if { [ "$what" = all ] || [ "$what" = tests ] && [ "${SANITIZER:-1}" = 1 ]; } || [ "$what" = sanitize ]; then
   log "compute-sanitizer memcheck + racecheck over the gpu test executables (in parallel)"
-  # The sanitizer slows kernels 10-100x; SANITIZER_FILTER can leave the largest cases out.
+  # The sanitizer slows kernels 10-100x; SANITIZER_EXCLUDE can leave the largest cases out.
+  # test_knn, test_pairwise and test_primitives hold both backends' tests: their gpu ones only.
   pids=()
   rm -f /tmp/san-*
-  for exe in "$build"/tests/test_gpu_*; do
+  for name in test_knn test_pairwise test_primitives test_gpu_gauss test_gpu_ifgt test_gpu_stream; do
+    exe=$build/tests/$name
     [ -x "$exe" ] || continue
-    if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $(basename "$exe") "* ]]; then continue; fi
+    if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $name "* ]]; then continue; fi
+    positive='*'
+    case $name in test_knn | test_pairwise | test_primitives) positive='*/gpu:*_gpu:*GpuOnly.*' ;; esac
+    filter="$positive${SANITIZER_EXCLUDE:+-$SANITIZER_EXCLUDE}"
     # The primitives run CUB where it serves a call (cub_routes.hpp): memcheck both routes (our
     # scratch sizing feeds CUB), racecheck simkit's own kernels (CUB's shared memory is CUB's).
     runs="memcheck: racecheck:"
-    if [ "$(basename "$exe")" = test_gpu_primitives ]; then runs="memcheck: memcheck:own racecheck:own"; fi
+    if [ "$name" = test_primitives ]; then runs="memcheck: memcheck:own racecheck:own"; fi
     for run in $runs; do
       tool=${run%%:*} mode=${run#*:}
       own=(); if [ "$mode" = own ]; then own=(env SIMKIT_PRIMITIVES_OWN=1); fi
-      tag="$(basename "$exe")-$tool${mode:+-$mode}"
+      tag="$name-$tool${mode:+-$mode}"
       (timeout "${SANITIZER_TIMEOUT:-300}" "${own[@]}" compute-sanitizer --tool "$tool" --error-exitcode 3 "$exe" \
-        --gtest_filter="${SANITIZER_FILTER:-*}" >"/tmp/san-$tag.log" 2>&1
+        --gtest_filter="$filter" >"/tmp/san-$tag.log" 2>&1
        echo "  $tag: exit $?" >"/tmp/san-$tag.rc") &
       pids+=($!)
     done

@@ -1,7 +1,8 @@
 // k-NN on the GPU without an m x n matrix, in four steps:
 //
-//   plan       the selection key of the metric plan (knn_keys), the tile and batch sizes within
-//              the budget (plan_knn, with the measurements behind them in knn_plan.cpp)
+//   plan       the selection key of the metric plan (knn_keys; expanded distances of data far
+//              from the origin move the origin first, translation_for), the tile and batch sizes
+//              within the budget (plan_knn, with the measurements behind them in knn_plan.cpp)
 //   stage      the arena carved once: query batch, two tile slots, running lists, outputs;
 //              host arguments go through RowStage (cuda/staging.hpp)
 //   tile loop  per tile: the product (or the l1 kernel) writes an mb x nb score tile on the
@@ -50,10 +51,53 @@ bool two_streams() {
   return on;
 }
 
-KnnShape shape_of(const KnnArgs& a, int64_t kc, size_t budget) {
+// When to move the origin. The expanded squared distance |q|^2 + |x|^2 - 2 q.x of rows far from
+// the origin next to their spread cancels: it keeps log2(D / S) fewer bits, S = |q|^2 + |x|^2,
+// and the float32 selection can no longer tell near neighbours apart (the CPU recomputes such
+// entries directly; data at an offset of 1000 with a spread of 0.01 lose everything). Moving
+// the origin to a point c of the data changes no distance and brings S down to D's scale;
+// x - c is exact in float for coordinates within a factor of 2 of c's. c is the mean of 64 base
+// rows spread evenly over X, rounded to float; the move is made when their mean |x|^2 exceeds
+// kTranslateRatio times their mean |x - c|^2 -- never for data around the origin (uniform,
+// normalised embeddings), where it would only cost a pass over each tile. Non-negative data
+// such as pixel counts sit at ratios of 2 to 4.
+constexpr double kTranslateRatio = 16;
+constexpr int64_t kTranslateSample = 64;
+
+std::vector<float> translation_for(const KnnArgs& a, cudaStream_t s) {
+  const MatrixView<const float> X = a.X;
+  const int64_t n = X.rows, d = X.cols;
+  if (!a.plan.expanded) return {};
+  const int64_t count = std::min(n, kTranslateSample), step = n / count;
+  std::vector<float> rows(size_t(count * d));
+  if (X.where == Memory::device) {
+    check_cuda(cudaMemcpy2DAsync(rows.data(), size_t(d) * 4, X.data, size_t(step * d) * 4, size_t(d) * 4, size_t(count),
+                                 cudaMemcpyDeviceToHost, s),
+               "cudaMemcpy2DAsync");
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  } else {
+    for (int64_t i = 0; i < count; ++i) std::copy_n(X.row(i * step), d, rows.begin() + i * d);
+  }
+  std::vector<double> mean(size_t(d), 0.0);
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t j = 0; j < d; ++j) mean[size_t(j)] += rows[size_t(i * d + j)];
+  std::vector<float> c(static_cast<size_t>(d));
+  for (int64_t j = 0; j < d; ++j) c[size_t(j)] = float(mean[size_t(j)] / double(count));
+  double norm2 = 0, spread2 = 0;
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t j = 0; j < d; ++j) {
+      const double v = rows[size_t(i * d + j)], e = v - double(c[size_t(j)]);
+      norm2 += v * v, spread2 += e * e;
+    }
+  if (norm2 <= kTranslateRatio * spread2) return {};
+  return c;
+}
+
+KnnShape shape_of(const KnnArgs& a, int64_t kc, size_t budget, bool translated) {
   KnnShape s;
   s.plan = a.plan;
-  s.keys = knn_keys(a.plan);
+  s.keys = knn_keys(a.plan, translated);
+  s.translated = translated;
   s.m = a.Q.rows, s.n = a.X.rows, s.d = a.Q.cols, s.k = a.k, s.kc = kc;
   s.capacity = select_capacity(kc);
   s.q_host = a.Q.where == Memory::host;
@@ -61,7 +105,7 @@ KnnShape shape_of(const KnnArgs& a, int64_t kc, size_t budget) {
   s.values_host = a.values.where == Memory::host;
   s.ids_host = a.ids.where == Memory::host;
   s.workspace = a.plan.product ? gemm_workspace_bytes(budget) : 0;
-  s.global_aux = s.keys.needs_aux() && !s.x_host && size_t(s.n) * 4 <= budget / 4;
+  s.global_aux = s.keys.needs_aux() && !s.keys.aux_from_prep() && !s.x_host && size_t(s.n) * 4 <= budget / 4;
   s.tile_aux = s.keys.needs_aux() && !s.global_aux;
   s.rescore_on_device = a.plan.rescores() && !s.x_host;
   return s;
@@ -70,7 +114,8 @@ KnnShape shape_of(const KnnArgs& a, int64_t kc, size_t budget) {
 /// One k-NN call after planning: the carved buffers and the per-batch work.
 class KnnRun {
  public:
-  KnnRun(const Context& ctx, Call& call, const KnnArgs& a, const KnnShape& shape, const KnnPlan& p)
+  KnnRun(const Context& ctx, Call& call, const KnnArgs& a, const KnnShape& shape, const KnnPlan& p,
+         const std::vector<float>& centre)
       : ctx_(ctx),
         call_(call),
         a_(a),
@@ -84,6 +129,11 @@ class KnnRun {
     const int64_t d = s_.d;
     Carver carve(r.arena);
     ws_ = s_.workspace ? carve.take<unsigned char>(s_.workspace) : nullptr;
+    if (s_.translated) {
+      centre_ = carve.take<float>(centre.size());
+      check_cuda(cudaMemcpyAsync(centre_, centre.data(), centre.size() * 4, cudaMemcpyHostToDevice, call.stream()),
+                 "cudaMemcpyAsync");
+    }
     aux_all_ = s_.global_aux ? carve.take<float>(size_t(s_.n)) : nullptr;
     q_rows_.carve(carve);
     q_prep_ = s_.keys.prep_q ? carve.take<float>(size_t(p.mb) * d) : nullptr;
@@ -116,7 +166,7 @@ class KnnRun {
     const float* q_raw = q_rows_.in(q0, mb, main_);
     const float* q_use = q_raw;
     if (s_.keys.prep_q) {
-      row_prep(s_.keys.prep_op, q_raw, d, q_prep_, d, nullptr, mb, d, main_);
+      row_prep(s_.keys.prep_op, q_raw, d, q_prep_, d, nullptr, mb, d, main_, nullptr, centre_);
       q_use = q_prep_;
     }
     const TopKLists lists{state_k_, state_i_, s_.capacity, int(s_.kc), int(mb)};
@@ -149,16 +199,17 @@ class KnnRun {
     const float* x_raw = x_rows_.in_streamed(j0, nb, which, r.pinned[which], *sl.events, copy_, main_);
     // The tile, aux and prepared rows of this slot were last read by the selection two tiles ago.
     check_cuda(cudaStreamWaitEvent(main_, sl.events->selected, 0), "cudaStreamWaitEvent");
-    const float* aux = s_.global_aux ? aux_all_ + j0 : nullptr;
-    if (s_.tile_aux) {
-      row_prep(s_.keys.aux_op, x_raw, d, nullptr, 0, sl.aux, nb, d, main_);
-      aux = sl.aux;
-    }
     const float* x_use = x_raw;
     if (s_.keys.prep_x) {
       float* dst = s_.x_host ? sl.x_stage : sl.x_prep;  // a staged copy is ours to prepare in place
-      row_prep(s_.keys.prep_op, x_raw, d, dst, d, nullptr, nb, d, main_);
+      row_prep(s_.keys.prep_op, x_raw, d, dst, d, s_.keys.aux_from_prep() ? sl.aux : nullptr, nb, d, main_, nullptr,
+               centre_);
       x_use = dst;
+    }
+    const float* aux = s_.global_aux ? aux_all_ + j0 : nullptr;
+    if (s_.tile_aux) {
+      if (!s_.keys.aux_from_prep()) row_prep(s_.keys.aux_op, x_raw, d, nullptr, 0, sl.aux, nb, d, main_);
+      aux = sl.aux;
     }
     if (s_.plan.product)
       dot_tile(r, main_, mb, nb, d, s_.keys.alpha, q_use, d, x_use, d, sl.tile, p_.ldt, ws_, s_.workspace);
@@ -228,7 +279,7 @@ class KnnRun {
   RowStage<float> values_;
   RowStage<int64_t> ids_;
   void* ws_ = nullptr;
-  float *aux_all_ = nullptr, *q_prep_ = nullptr, *state_k_ = nullptr;
+  float *aux_all_ = nullptr, *q_prep_ = nullptr, *state_k_ = nullptr, *centre_ = nullptr;
   int64_t* state_i_ = nullptr;
   double* exact_ = nullptr;
   Slot slot_[2];
@@ -246,10 +297,11 @@ void CudaBackend::knn(const Context& ctx, const KnnArgs& a) const {
   const size_t budget = working_budget(ctx, call.r());
   if (a.k > 1024 || kc > kMaxListCapacity) return knn_fallback(ctx, call, a, kc, budget);
 
-  const KnnShape shape = shape_of(a, kc, budget);
+  const std::vector<float> centre = translation_for(a, call.stream());
+  const KnnShape shape = shape_of(a, kc, budget, !centre.empty());
   const KnnPlan p = plan_knn(shape, budget);
   call.r().arena.reserve(p.bytes, budget);
-  KnnRun run(ctx, call, a, shape, p);
+  KnnRun run(ctx, call, a, shape, p, centre);
   const int64_t batches = (m + p.mb - 1) / p.mb;
   for (int64_t q0 = 0, b = 0; q0 < m; q0 += p.mb, ++b) run.batch(q0, std::min(p.mb, m - q0), b, batches);
   call.finish(shape.q_host || shape.x_host || shape.values_host || shape.ids_host);

@@ -25,12 +25,13 @@ int64_t fit_nb(int64_t nb, int64_t n) {
 
 }  // namespace
 
-KnnKeys knn_keys(const MetricPlan& plan) {
+KnnKeys knn_keys(const MetricPlan& plan, bool translated) {
   KnnKeys k;
   if (plan.expanded) {
     k.alpha = -2.f;
     k.mode = KeyMode::add_aux;
     k.aux_op = RowOp::sq_norms;
+    if (translated) k.prep_q = k.prep_x = true, k.prep_op = RowOp::translate;
   } else if (plan.prep == RowPrep::normalize) {
     k.mode = KeyMode::mul_aux;
     k.aux_op = RowOp::inv_norms;
@@ -47,6 +48,7 @@ size_t knn_bytes(const KnnShape& s, int64_t mb, int64_t nb) {
   auto R = [](size_t b) { return Carver::round(b); };
   const size_t d = size_t(s.d), umb = size_t(mb), unb = size_t(nb), ldt = size_t(round_up4(nb));
   size_t b = R(s.workspace);
+  if (s.translated) b += R(d * 4);
   if (s.global_aux) b += R(size_t(s.n) * 4);
   if (s.q_host) b += R(umb * d * 4);
   // Prepared queries get their own buffer: the re-score reads the raw rows.

@@ -13,7 +13,9 @@ namespace simkit::detail::cuda {
 
 /// The selection key of a tile entry, smaller is better, from the product T = alpha * q'.x'
 /// (or the l1 tile) and a per-base-row aux value:
-///   expanded   q, x raw, alpha = -2, key = T + |x|^2   (|q|^2 is the same for the whole row)
+///   expanded   q, x raw, alpha = -2, key = T + |x|^2   (|q|^2 is the same for the whole row);
+///              translated: q - c and x - c for a point c of the data, key = T + |x - c|^2
+///              (the same distances without the cancellation of data far from the origin)
 ///   normalize  q normalised, x raw, alpha = -1, key = T * (1 / |x|)   (no normalised copy of X)
 ///   centred    q and x centred and normalised, alpha = -1, key = T
 ///   dot        alpha = -1, key = T;   l1: the l1 tile, key = distance
@@ -25,9 +27,12 @@ struct KnnKeys {
   RowOp prep_op = RowOp::normalize;
 
   bool needs_aux() const noexcept { return mode == KeyMode::add_aux || mode == KeyMode::mul_aux; }
+  /// The base rows' preparation also writes their aux (translate: |x - c|^2).
+  bool aux_from_prep() const noexcept { return prep_x && prep_op == RowOp::translate; }
 };
 
-KnnKeys knn_keys(const MetricPlan& plan);
+/// `translated`: an expanded metric moved to a point of the data (knn.cpp says when).
+KnnKeys knn_keys(const MetricPlan& plan, bool translated);
 
 struct KnnShape {
   MetricPlan plan;
@@ -38,6 +43,7 @@ struct KnnShape {
   bool global_aux = false;         // per-base-row aux computed once for all of X
   bool tile_aux = false;           // ... or per tile
   bool rescore_on_device = false;  // the base is on the device: candidates re-scored there
+  bool translated = false;         // the expanded form runs on q - c and x - c (d floats for c)
   size_t workspace = 0;            // cuBLAS workspace
 };
 
