@@ -240,6 +240,51 @@ TEST_F(Io, NpyFloat64ReadConverted) {
   expect_error([&] { simkit::read_ids(p); }, ErrorCode::io, "ids must be integers");
 }
 
+// Every one of the 65,536 half-precision bit patterns, against a reference built from the
+// format's definition with ldexp (not from bit shuffling): subnormals, both zeros, Inf, NaN.
+TEST_F(Io, NpyFloat16EveryValueExactly) {
+  std::vector<uint16_t> halves(65536);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);
+  const std::string p = put("f2.npy", npy_file(npy_dict("<f2", "(256, 256)"), raw(halves)));
+  const Matrix<float> m = simkit::read_matrix(p);
+  ASSERT_EQ(m.rows(), 256);
+  ASSERT_EQ(m.cols(), 256);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const int sign = (h >> 15) ? -1 : 1, exponent = int((h >> 10) & 0x1f), fraction = int(h & 0x3ff);
+    const float got = m.data()[h];
+    if (exponent == 31) {
+      if (fraction == 0)
+        ASSERT_EQ(got, sign * std::numeric_limits<float>::infinity()) << std::hex << h;
+      else
+        ASSERT_TRUE(std::isnan(got)) << std::hex << h;
+      continue;
+    }
+    const double want = exponent == 0 ? sign * std::ldexp(double(fraction), -24)
+                                      : sign * std::ldexp(1024.0 + fraction, exponent - 25);
+    ASSERT_EQ(double(got), want) << std::hex << h;
+    ASSERT_EQ(std::signbit(got), sign < 0) << std::hex << h;  // -0 stays -0
+  }
+  expect_error([&] { simkit::read_ids(p); }, ErrorCode::io, "ids must be integers, but the file holds float16");
+  const std::string cut = put("f2cut.npy", npy_file(npy_dict("<f2", "(3, 2)"), raw(std::vector<uint16_t>(5))));
+  expect_error([&] { simkit::read_matrix(cut); }, ErrorCode::io, "truncated");
+  const std::string be = put("f2be.npy", npy_file(npy_dict(">f2", "(2,)"), std::string(4, '\0')));
+  expect_error([&] { simkit::read_matrix(be); }, ErrorCode::io, "big-endian");
+}
+
+// The real float16 embeddings: 117,659 x 384 MiniLM vectors, each of norm 1 (data README).
+TEST_F(Io, NpyFloat16WordnetEmbeddings) {
+  const std::string path = std::string(SIMKIT_SHARED_DATA_DIR) + "/wordnet/base_minilm_f16.npy";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "wordnet data not found at " << path;
+  const Matrix<float> m = simkit::read_matrix(path);
+  ASSERT_EQ(m.rows(), 117659);
+  ASSERT_EQ(m.cols(), 384);
+  for (int64_t i = 0; i < m.rows(); i += 997) {
+    double sq = 0;
+    for (int64_t j = 0; j < m.cols(); ++j) sq += double(m(i, j)) * m(i, j);
+    ASSERT_NEAR(std::sqrt(sq), 1.0, 2e-3) << "row " << i;  // float16 rounding of 384 values
+  }
+}
+
 TEST_F(Io, NpyInt32ReadAsFloatsAndIds) {
   const std::vector<int32_t> v = {0, -5, 16777216, 7, -16777216, 42};
   const std::string p = put("i4.npy", npy_file(npy_dict("<i4", "(3, 2)"), raw(v)));
@@ -310,7 +355,7 @@ TEST_F(Io, NpyBigEndianRefused) {
 }
 
 TEST_F(Io, NpyOtherDtypesRefused) {
-  for (const char* descr : {"<f2", "<c8", "|b1", "<U3", "|O", "<M8[ns]"}) {
+  for (const char* descr : {"<f16", "<c8", "|b1", "<U3", "|O", "<M8[ns]"}) {
     const std::string p = put("d.npy", npy_file(npy_dict(descr, "(1,)"), std::string(2, '\0')));
     expect_error([&] { simkit::read_matrix(p); }, ErrorCode::io, std::string("unsupported dtype '") + descr);
   }

@@ -40,6 +40,7 @@ int64_t item_size(Dtype t) {
   switch (t) {
     case Dtype::i1:
     case Dtype::u1: return 1;
+    case Dtype::f2:
     case Dtype::i2:
     case Dtype::u2: return 2;
     case Dtype::f4:
@@ -54,6 +55,7 @@ int64_t item_size(Dtype t) {
 
 const char* dtype_name(Dtype t) {
   switch (t) {
+    case Dtype::f2: return "float16";
     case Dtype::f4: return "float32";
     case Dtype::f8: return "float64";
     case Dtype::i1: return "int8";
@@ -78,7 +80,7 @@ Dtype parse_descr(const std::string& descr, const std::string& path) {
     code.remove_prefix(1);
   }
   static constexpr std::pair<std::string_view, Dtype> kCodes[] = {
-      {"f4", Dtype::f4}, {"f8", Dtype::f8}, {"i1", Dtype::i1}, {"u1", Dtype::u1}, {"i2", Dtype::i2},
+      {"f2", Dtype::f2}, {"f4", Dtype::f4}, {"f8", Dtype::f8}, {"i1", Dtype::i1}, {"u1", Dtype::u1}, {"i2", Dtype::i2},
       {"u2", Dtype::u2}, {"i4", Dtype::i4}, {"u4", Dtype::u4}, {"i8", Dtype::i8}, {"u8", Dtype::u8},
   };
   for (const auto& [name, type] : kCodes) {
@@ -89,7 +91,7 @@ Dtype parse_descr(const std::string& descr, const std::string& path) {
     return type;
   }
   fail(path,
-       "unsupported dtype '" + descr + "'; simkit reads float32, float64 and 8/16/32/64-bit integers (little-endian)");
+       "unsupported dtype '" + descr + "'; simkit reads float16, float32, float64 and 8/16/32/64-bit integers (little-endian)");
 }
 
 // A reader for the one Python literal NumPy writes as the header: a dict of three keys whose values
@@ -369,9 +371,37 @@ Header read_header(std::istream& in, uint64_t file_size, const std::string& path
   return h;
 }
 
+// IEEE binary16 to binary32, exactly (every half is a float): sign, 5-bit exponent (bias 15),
+// 10-bit fraction; subnormal halves become normal floats, Inf and NaN stay so.
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu, fraction = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (fraction << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (fraction << 13);
+  } else if (fraction == 0) {
+    bits = sign;
+  } else {
+    // Subnormal: shift the fraction up to a leading 1, lowering the exponent as we go.
+    exponent = 113;
+    while ((fraction & 0x400u) == 0) fraction <<= 1, --exponent;
+    bits = sign | (exponent << 23) | ((fraction & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
 Matrix<float> read_floats(std::istream& in, uint64_t file_size, const std::string& path) {
   const Header h = read_header(in, file_size, path);
   switch (h.dtype) {
+    case Dtype::f2: {
+      Matrix<float> m = allocate<float>(h, path);
+      read_converted<uint16_t>(in, m.data(), m.size(), path, [](uint16_t v, int64_t) { return half_to_float(v); });
+      return m;
+    }
     case Dtype::f4: {
       Matrix<float> m = allocate<float>(h, path);
       read_exact(in, m.data(), static_cast<uint64_t>(m.size()) * sizeof(float), path);
@@ -401,6 +431,7 @@ Matrix<float> read_floats(std::istream& in, uint64_t file_size, const std::strin
 Matrix<int64_t> read_ints(std::istream& in, uint64_t file_size, const std::string& path) {
   const Header h = read_header(in, file_size, path);
   switch (h.dtype) {
+    case Dtype::f2:
     case Dtype::f4:
     case Dtype::f8:
       fail(path,

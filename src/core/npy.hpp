@@ -15,7 +15,7 @@
 namespace simkit::detail::npy {
 
 /// Element types simkit reads; anything else in 'descr' is refused while parsing.
-enum class Dtype { f4, f8, i1, u1, i2, u2, i4, u4, i8, u8 };
+enum class Dtype { f2, f4, f8, i1, u1, i2, u2, i4, u4, i8, u8 };
 
 struct Header {
   Dtype dtype = Dtype::f4;
