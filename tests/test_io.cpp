@@ -259,8 +259,8 @@ TEST_F(Io, NpyFloat16EveryValueExactly) {
         ASSERT_TRUE(std::isnan(got)) << std::hex << h;
       continue;
     }
-    const double want = exponent == 0 ? sign * std::ldexp(double(fraction), -24)
-                                      : sign * std::ldexp(1024.0 + fraction, exponent - 25);
+    const double want =
+        exponent == 0 ? sign * std::ldexp(double(fraction), -24) : sign * std::ldexp(1024.0 + fraction, exponent - 25);
     ASSERT_EQ(double(got), want) << std::hex << h;
     ASSERT_EQ(std::signbit(got), sign < 0) << std::hex << h;  // -0 stays -0
   }

@@ -90,8 +90,8 @@ Dtype parse_descr(const std::string& descr, const std::string& path) {
                      std::string(code) + "')");
     return type;
   }
-  fail(path,
-       "unsupported dtype '" + descr + "'; simkit reads float16, float32, float64 and 8/16/32/64-bit integers (little-endian)");
+  fail(path, "unsupported dtype '" + descr +
+                 "'; simkit reads float16, float32, float64 and 8/16/32/64-bit integers (little-endian)");
 }
 
 // A reader for the one Python literal NumPy writes as the header: a dict of three keys whose values
