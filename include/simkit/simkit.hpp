@@ -6,6 +6,7 @@
 #include <simkit/error.hpp>
 #include <simkit/gauss.hpp>
 #include <simkit/io.hpp>
+#include <simkit/kmeans.hpp>
 #include <simkit/knn.hpp>
 #include <simkit/matrix.hpp>
 #include <simkit/metric.hpp>

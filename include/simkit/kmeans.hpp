@@ -1,0 +1,67 @@
+#pragma once
+// k-means clustering (Lloyd's iteration) on the CPU or the GPU.
+//
+// Each iteration assigns every point to its nearest centroid with the exact k-NN engine (k = 1:
+// products tile by tile, never an n x k matrix; ties go to the lower centroid id) and moves each
+// centroid to the mean of its points, summed in float64 in point order, so the same inputs give
+// the same centroids whatever the thread count. `cosine` is spherical k-means: centroids are
+// normalised means and the assignment maximises cosine similarity.
+//
+//   simkit::KmeansParams p;
+//   p.k = 1024;
+//   p.metric = simkit::Metric::cosine;
+//   simkit::KmeansResult r = simkit::kmeans(ctx, X.view(), p);
+//   // r.centroids (k x d), r.labels (n x 1), r.inertia, r.iterations
+
+#include <cstdint>
+#include <vector>
+
+#include <simkit/context.hpp>
+#include <simkit/matrix.hpp>
+#include <simkit/metric.hpp>
+
+namespace simkit {
+
+enum class KmeansInit {
+  /// k-means++ (D^2 sampling), batched: rounds of ceil(k / 32) centres each drawn with
+  /// probability proportional to the squared distance to the centres chosen so far (the
+  /// exact sequential k-means++ when k <= 32).
+  kmeans_plus_plus,
+  /// k distinct points drawn uniformly.
+  random,
+  /// KmeansParams::initial, k x d.
+  given,
+};
+
+struct KmeansParams {
+  int64_t k = 0;
+  /// sqeuclidean (inertia: sum of squared distances) or cosine (spherical; inertia: sum of
+  /// 1 - cosine similarity).
+  Metric metric = Metric::sqeuclidean;
+  KmeansInit init = KmeansInit::kmeans_plus_plus;
+  MatrixView<const float> initial;  // k x d host centroids, for KmeansInit::given
+  /// Lloyd updates at most; 0 only assigns the points to the initial centroids.
+  int max_iterations = 25;
+  /// Stop once an iteration lowers the inertia by less than this fraction of it.
+  double tolerance = 1e-4;
+  uint64_t seed = 0;
+  /// Train on this many points drawn with the seed (0: all), like FAISS's
+  /// max_points_per_centroid; the final labels still cover every point.
+  int64_t sample = 0;
+};
+
+struct KmeansResult {
+  Matrix<float> centroids;      // k x d
+  Matrix<int64_t> labels;       // n x 1: each point's nearest centroid at `centroids`
+  double inertia = 0;           // of every point at `centroids`
+  int iterations = 0;           // Lloyd updates made
+  std::vector<double> history;  // the training inertia at each assignment, first to last
+  int64_t empty_reseeded = 0;   // clusters that emptied and were re-seeded (farthest points)
+};
+
+/// Clusters the n x d host matrix X. Throws Error(invalid_argument) when k < 1, k > n (or >
+/// the sample), X is empty or holds NaN/Inf, the metric is not sqeuclidean or cosine, or the
+/// given centroids are missing, misshapen or non-finite.
+KmeansResult kmeans(const Context& ctx, MatrixView<const float> X, const KmeansParams& params);
+
+}  // namespace simkit
