@@ -14,5 +14,6 @@ void add_knn_command(CLI::App& app);       // knn_command.cpp
 void add_bench_command(CLI::App& app);     // bench.cpp: `bench pairwise`, `bench knn`
 void add_gauss_command(CLI::App& app);     // gauss_command.cpp
 void add_kde_command(CLI::App& app);       // kde_command.cpp
+void add_kmeans_command(CLI::App& app);    // kmeans_command.cpp
 
 }  // namespace simkit::cli

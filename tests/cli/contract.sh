@@ -147,7 +147,28 @@ cmp -s g1.fvecs g10.fvecs && fail "gen gives the same data for seeds 9 and 10"
 "$simkit" gen --rows 3001 --dim 17 --distribution clustered --clusters 7 --seed 9 --out g0.fvecs >/dev/null 2>&1
 cmp -s g1.fvecs g0.fvecs || fail "gen base rows change with --queries"
 
+# kmeans: bad input refused before any output; a good run writes both outputs, the inertia last.
+M() { "$simkit" kmeans "$@"; }
+bad "kmeans: k = 0"               "-k|k must"                -- M --data base.fvecs -k 0 --centroids out.npy
+bad "kmeans: k > n"               "exceeds"                  -- M --data base.fvecs -k 51 --centroids out.npy --labels out.ivecs
+bad "kmeans: metric l1"           "sqeuclidean or cosine"    -- M --data base.fvecs -k 3 --metric l1 --centroids out.npy
+bad "kmeans: bad init"            "--init"                   -- M --data base.fvecs -k 3 --init best --centroids out.npy
+bad "kmeans: NaN"                 "nan"                      -- M --data nan2.fvecs -k 1 --centroids out.npy
+bad "kmeans: empty"               "empty|no vectors"         -- M --data empty.fvecs -k 1 --centroids out.npy
+bad "kmeans: truncated"           "trunc.fvecs"              -- M --data trunc.fvecs -k 2 --centroids out.npy
+bad "kmeans: same output twice"   "same"                     -- M --data base.fvecs -k 2 --centroids out.npy --labels out.npy
+bad "kmeans: labels extension"    "--labels.*extension"      -- M --data base.fvecs -k 2 --centroids out.npy --labels out.csv
 checks=$((checks + 1))
-expect_examples info gen pairwise knn demo "bench pairwise" "bench knn"
+if M --data base.fvecs -k 4 --centroids km_c.npy --labels km_l.ivecs --device cpu >stdout.txt 2>stderr.txt; then
+  tail -1 stdout.txt | grep -qE '^inertia = [0-9.e+-]+ after [0-9]+ iterations$' || fail "kmeans: last line: $(tail -1 stdout.txt)"
+  [ "$(stat -c %s km_l.ivecs)" -eq $((50 * 8)) ] || fail "kmeans: labels file size"
+  [ -s km_c.npy ] || fail "kmeans: no centroids file"
+  echo "ok   kmeans: $(tail -1 stdout.txt)"
+else
+  fail "kmeans: good run failed: $(cat stderr.txt)"
+fi
+
+checks=$((checks + 1))
+expect_examples info gen pairwise knn kmeans demo "bench pairwise" "bench knn"
 
 finish
