@@ -66,4 +66,11 @@ Device resolve_device(const Context& ctx);
 /// Compiler, CUDA architectures, BLAS vendor, OpenMP threads: what `simkit info` prints.
 std::string build_info();
 
+/// The kernels OpenBLAS chose for this CPU when it loaded ("SkylakeX", "Haswell", ...).
+/// "Prescott" is its generic SSE3 fallback for a CPU model it does not know (Debian 12's
+/// OpenBLAS 0.3.21 on some current Xeons under virtualisation): sgemm then runs ~2.5x slower.
+/// OPENBLAS_CORETYPE=SkylakeX (or Haswell) in the environment before the process starts
+/// fixes it; the simkit command does this by itself (apps/cli/main.cpp).
+std::string blas_kernels();
+
 }  // namespace simkit

@@ -1,11 +1,19 @@
 #pragma once
 // k-means clustering (Lloyd's iteration) on the CPU or the GPU.
 //
-// Each iteration assigns every point to its nearest centroid with the exact k-NN engine (k = 1:
-// products tile by tile, never an n x k matrix; ties go to the lower centroid id) and moves each
-// centroid to the mean of its points, summed in float64 in point order, so the same inputs give
-// the same centroids whatever the thread count. `cosine` is spherical k-means: centroids are
-// normalised means and the assignment maximises cosine similarity.
+// Each iteration assigns every point to its nearest centroid and moves each centroid to the mean
+// of its points. The assignment is exact: a fast float product (sgemm on the CPU, TF32 tensor
+// cores on the GPU, tile by tile: never an n x k matrix) proposes candidates, they are re-scored
+// in float64, and a point is settled only when the product's error bound proves no other
+// centroid can be nearer; the few that are not are ranked exactly against every centroid. Labels
+// are the float64 nearest centroid, ties to the lower id. The means are float64 sums in a fixed
+// order (label order, point order within a cluster, fixed chunks), so the same inputs give the
+// same centroids, bit for bit, on either backend and for any thread count. `cosine` is spherical
+// k-means: centroids are normalised means and the assignment maximises cosine similarity.
+//
+// On the GPU the points are uploaded once and stay resident when they fit the memory budget
+// (Context::gpu_memory_budget); otherwise each assignment streams them from host memory in tiles
+// and the update runs on the host, by the same rule.
 //
 //   simkit::KmeansParams p;
 //   p.k = 1024;
@@ -14,6 +22,7 @@
 //   // r.centroids (k x d), r.labels (n x 1), r.inertia, r.iterations
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <simkit/context.hpp>
@@ -48,6 +57,9 @@ struct KmeansParams {
   /// Train on this many points drawn with the seed (0: all), like FAISS's
   /// max_points_per_centroid; the final labels still cover every point.
   int64_t sample = 0;
+  /// Called after each assignment with its index (0: the initial centroids) and the training
+  /// inertia; may be empty. simkit kmeans draws its progress bar from it.
+  std::function<void(int iteration, double inertia)> on_iteration;
 };
 
 struct KmeansResult {
@@ -57,11 +69,13 @@ struct KmeansResult {
   int iterations = 0;           // Lloyd updates made
   std::vector<double> history;  // the training inertia at each assignment, first to last
   int64_t empty_reseeded = 0;   // clusters that emptied and were re-seeded (farthest points)
+  int64_t assignments = 0;           // point assignments made, seeding included
+  int64_t points_ranked_exactly = 0;  // of them, those the fast product could not settle
 };
 
 /// Clusters the n x d host matrix X. Throws Error(invalid_argument) when k < 1, k > n (or >
 /// the sample), X is empty or holds NaN/Inf, the metric is not sqeuclidean or cosine, or the
-/// given centroids are missing, misshapen or non-finite.
+/// given centroids are missing, misshapen or non-finite, or k exceeds 2^31 - 1.
 KmeansResult kmeans(const Context& ctx, MatrixView<const float> X, const KmeansParams& params);
 
 }  // namespace simkit

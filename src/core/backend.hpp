@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include <simkit/matrix.hpp>
 #include <simkit/primitives.hpp>
 
+#include "core/kmeans_engine.hpp"
 #include "core/metric_plan.hpp"
 #include "core/raw_array.hpp"
 
@@ -129,6 +131,11 @@ class Backend {
   virtual void sort(const Context& ctx, const SortArgs& a) const = 0;
   virtual void select_k(const Context& ctx, const SelectKArgs& a) const = 0;
 
+  /// k-means' training points X (n x d, host) held by this backend (core/kmeans_engine.hpp);
+  /// spherical: the cosine metric.
+  virtual std::unique_ptr<KmeansEngine> kmeans_engine(const Context& ctx, MatrixView<const float> X,
+                                                      bool spherical) const = 0;
+
   /// True when every element of a matrix this backend can read is finite.
   virtual bool all_finite(const Context& ctx, MatrixView<const float> m) const = 0;
 
@@ -141,6 +148,8 @@ class Backend {
 };
 
 const Backend& cpu_backend();
+/// OpenBLAS's name for the kernels it chose for this CPU (src/cpu/parallel.cpp).
+std::string blas_core_name();
 /// The CUDA backend, or null in a build without CUDA (src/core/cuda_absent.cpp).
 const Backend* cuda_backend();
 

@@ -55,12 +55,14 @@ Device resolve_device(const Context& ctx) {
   return Device::cpu;
 }
 
+std::string blas_kernels() { return detail::blas_core_name(); }
+
 std::string build_info() {
   std::ostringstream s;
   s << "simkit " << SIMKIT_VERSION << "\n"
     << "  compiler:     " << SIMKIT_CXX_COMPILER << "\n"
     << "  build type:   " << SIMKIT_BUILD_TYPE << "\n"
-    << "  BLAS:         " << SIMKIT_BLAS_VENDOR << "\n";
+    << "  BLAS:         " << SIMKIT_BLAS_VENDOR << ", " << blas_kernels() << " kernels\n";
 #ifdef _OPENMP
   s << "  OpenMP:       " << _OPENMP << ", " << omp_get_max_threads() << " threads\n";
 #else

@@ -1,16 +1,15 @@
-// k-means (include/simkit/kmeans.hpp): checks, seeding, and Lloyd's loop. The assignment is the
-// backend's exact k-NN with k = 1 against the centroids (so both backends assign alike, and the
-// GPU never holds an n x k matrix); the update and the seeding's sampling run on the host in
-// float64, in a fixed order, so results do not depend on the thread count. On the GPU the
-// points are uploaded once and stay resident across iterations when they fit.
-#include <simkit/device_matrix.hpp>
+// k-means (include/simkit/kmeans.hpp): checks, seeding, and Lloyd's loop. The assignment and the
+// update are the backend's (core/kmeans_engine.hpp: both backends follow the same rules, so they
+// give the same labels and centroids); the seeding's draws run here on the host in float64 from
+// the engine's per-point costs, so results do not depend on the thread count.
 #include <simkit/error.hpp>
 #include <simkit/kmeans.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
-#include <optional>
+#include <memory>
 #include <string>
 
 #include "core/backend.hpp"
@@ -20,6 +19,8 @@
 namespace simkit {
 
 namespace {
+
+using detail::KmeansEngine;
 
 /// splitmix64: a small generator whose sequence is the same on every platform (the standard
 /// library's distributions are not), so a seed means the same clustering everywhere.
@@ -39,57 +40,13 @@ class Rng {
   uint64_t s_;
 };
 
-/// The k-NN of every point against the centroids, on the chosen backend, with the points
-/// resident where the backend wants them.
-class Assigner {
- public:
-  Assigner(const Context& ctx, MatrixView<const float> X, Metric metric)
-      : ctx_(ctx), plan_(detail::plan_metric(metric)), X_(X) {
-    ctx_.progress = nullptr;  // kmeans reports its own progress
-    backend_ = &detail::backend_for(ctx_, {Memory::host});
-    if (backend_->device() == Device::gpu) {
-      try {
-        resident_.emplace(ctx_, X);
-        X_ = resident_->view();
-      } catch (const Error& e) {
-        if (e.code() != ErrorCode::out_of_memory) throw;  // too large: streamed from the host per call
-      }
-    }
-  }
-
-  /// ids[i] = the nearest of the rows of C to point i, values[i] its metric value.
-  void operator()(const Matrix<float>& C, std::vector<int64_t>& ids, std::vector<float>& values) const {
-    const int64_t n = X_.rows;
-    ids.resize(size_t(n));
-    values.resize(size_t(n));
-    backend_->knn(ctx_, detail::KnnArgs{X_, C.view(), 1, plan_, MatrixView<float>(values.data(), n, 1),
-                                        MatrixView<int64_t>(ids.data(), n, 1)});
-  }
-
-  /// How far a point is from its centroid, from the metric value: squared distance, or
-  /// 1 - cosine similarity.
-  double cost(float value) const { return plan_.negate ? 1.0 - double(value) : double(value); }
-
- private:
-  Context ctx_;
-  detail::MetricPlan plan_;
-  MatrixView<const float> X_;
-  const detail::Backend* backend_ = nullptr;
-  std::optional<DeviceMatrix<float>> resident_;
-};
-
-double total_cost(const Assigner& assign, const std::vector<float>& values) {
-  double s = 0;
-  for (float v : values) s += assign.cost(v);
-  return s;
-}
-
 void check_params(MatrixView<const float> X, const KmeansParams& p, int64_t train_rows) {
   SIMKIT_EXPECTS(p.metric == Metric::sqeuclidean || p.metric == Metric::cosine, invalid_argument,
                  "kmeans: the metric must be sqeuclidean or cosine (spherical k-means), got ", to_string(p.metric));
   SIMKIT_EXPECTS(p.k >= 1, invalid_argument, "kmeans: k must be at least 1, got ", p.k);
   SIMKIT_EXPECTS(p.k <= train_rows, invalid_argument, "kmeans: k = ", p.k, " exceeds the ", train_rows,
                  p.sample > 0 && p.sample < X.rows ? " sampled points" : " points");
+  SIMKIT_EXPECTS(p.k <= INT32_MAX, invalid_argument, "kmeans: k = ", p.k, " exceeds 2^31 - 1");
   SIMKIT_EXPECTS(p.max_iterations >= 0, invalid_argument, "kmeans: max_iterations must be >= 0, got ",
                  p.max_iterations);
   SIMKIT_EXPECTS(std::isfinite(p.tolerance) && p.tolerance >= 0, invalid_argument,
@@ -124,7 +81,7 @@ void copy_row(MatrixView<const float> X, int64_t from, Matrix<float>& C, int64_t
 
 /// Batched k-means++: rounds of `batch` centres, each drawn with probability proportional to
 /// its cost to the nearest centre chosen before the round (k-means++ exactly when batch is 1).
-Matrix<float> seed_plus_plus(MatrixView<const float> X, int64_t k, const Assigner& assign, Rng& rng) {
+Matrix<float> seed_plus_plus(MatrixView<const float> X, int64_t k, KmeansEngine& engine, Rng& rng) {
   const int64_t n = X.rows, d = X.cols;
   const int64_t batch = (k + 31) / 32;
   Matrix<float> C(k, d);
@@ -132,18 +89,17 @@ Matrix<float> seed_plus_plus(MatrixView<const float> X, int64_t k, const Assigne
   const int64_t first = rng.below(n);
   copy_row(X, first, C, 0);
   taken[size_t(first)] = 1;
-  std::vector<double> cost(static_cast<size_t>(n), 0.0);
-  std::vector<int64_t> ids;
-  std::vector<float> values;
+  std::vector<double> cost(static_cast<size_t>(n), 0.0), fresh_cost(static_cast<size_t>(n));
   int64_t chosen = 1, round_start = 0;
   std::vector<double> cumulative(static_cast<size_t>(n));
   while (chosen < k) {
     // Costs against the centres added since the last round.
     Matrix<float> fresh(chosen - round_start, d);
     std::copy_n(C.data() + round_start * d, fresh.size(), fresh.data());
-    assign(fresh, ids, values);
+    engine.assign(fresh.view());
+    engine.costs(fresh_cost.data());
     for (int64_t i = 0; i < n; ++i) {
-      const double c = std::max(0.0, assign.cost(values[size_t(i)]));
+      const double c = std::max(0.0, fresh_cost[size_t(i)]);
       cost[size_t(i)] = round_start == 0 ? c : std::min(cost[size_t(i)], c);
     }
     round_start = chosen;
@@ -169,47 +125,16 @@ Matrix<float> seed_plus_plus(MatrixView<const float> X, int64_t k, const Assigne
   return C;
 }
 
-/// Centroids as the float64 means of their points (normalised for spherical k-means), summed
-/// cluster by cluster in point order. Returns the clusters left empty.
-std::vector<int64_t> update(MatrixView<const float> X, const std::vector<int64_t>& labels, bool spherical,
-                            Matrix<float>& C) {
-  const int64_t n = X.rows, d = X.cols, k = C.rows();
-  std::vector<int64_t> start(static_cast<size_t>(k + 1), 0), order(static_cast<size_t>(n));
-  for (int64_t l : labels) ++start[size_t(l + 1)];
-  std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<int64_t> at(start.begin(), start.end() - 1);
-  for (int64_t i = 0; i < n; ++i) order[size_t(at[size_t(labels[size_t(i)])]++)] = i;
-  std::vector<int64_t> empty;
-  for (int64_t c = 0; c < k; ++c)
-    if (start[size_t(c)] == start[size_t(c + 1)]) empty.push_back(c);
-#pragma omp parallel for schedule(dynamic, 4)
-  for (int64_t c = 0; c < k; ++c) {
-    const int64_t lo = start[size_t(c)], hi = start[size_t(c + 1)];
-    if (lo == hi) continue;
-    std::vector<double> sum(static_cast<size_t>(d), 0.0);
-    for (int64_t p = lo; p < hi; ++p) {
-      const float* x = X.row(order[size_t(p)]);
-      for (int64_t j = 0; j < d; ++j) sum[size_t(j)] += x[j];
-    }
-    double scale = 1.0 / double(hi - lo);
-    if (spherical) {
-      double sq = 0;
-      for (double v : sum) sq += v * v;
-      scale = sq > 0 ? 1.0 / std::sqrt(sq) : 0.0;
-    }
-    for (int64_t j = 0; j < d; ++j) C(c, j) = float(sum[size_t(j)] * scale);
-  }
-  return empty;
-}
-
 /// Empty clusters take the points farthest from their centroids (ties: the lower index).
-void reseed(MatrixView<const float> X, const std::vector<int64_t>& empty, const Assigner& assign,
-            const std::vector<float>& values, Matrix<float>& C) {
-  std::vector<int64_t> by_cost(values.size());
+void reseed(MatrixView<const float> X, const std::vector<int64_t>& empty, const KmeansEngine& engine,
+            Matrix<float>& C) {
+  std::vector<double> cost(static_cast<size_t>(X.rows));
+  engine.costs(cost.data());
+  std::vector<int64_t> by_cost(cost.size());
   std::iota(by_cost.begin(), by_cost.end(), int64_t{0});
   const size_t take = std::min(empty.size(), by_cost.size());
   std::partial_sort(by_cost.begin(), by_cost.begin() + std::ptrdiff_t(take), by_cost.end(), [&](int64_t a, int64_t b) {
-    const double ca = assign.cost(values[size_t(a)]), cb = assign.cost(values[size_t(b)]);
+    const double ca = cost[size_t(a)], cb = cost[size_t(b)];
     return ca != cb ? ca > cb : a < b;
   });
   for (size_t e = 0; e < take; ++e) copy_row(X, by_cost[e], C, empty[e]);
@@ -232,8 +157,9 @@ KmeansResult kmeans(const Context& ctx, MatrixView<const float> X, const KmeansP
     sample = draw_sample(X, params.sample, rng);
     T = sample.view();
   }
-  const Assigner assign(ctx, T, params.metric);
+  const detail::Backend& backend = detail::backend_for(ctx, {Memory::host});
   const bool spherical = params.metric == Metric::cosine;
+  const std::unique_ptr<detail::KmeansEngine> engine = backend.kmeans_engine(ctx, T, spherical);
 
   KmeansResult r;
   switch (params.init) {
@@ -242,33 +168,34 @@ KmeansResult kmeans(const Context& ctx, MatrixView<const float> X, const KmeansP
       std::copy_n(params.initial.data, r.centroids.size(), r.centroids.data());
       break;
     case KmeansInit::random: r.centroids = draw_sample(T, params.k, rng); break;
-    case KmeansInit::kmeans_plus_plus: r.centroids = seed_plus_plus(T, params.k, assign, rng); break;
+    case KmeansInit::kmeans_plus_plus: r.centroids = seed_plus_plus(T, params.k, *engine, rng); break;
   }
 
-  std::vector<int64_t> ids;
-  std::vector<float> values;
   for (int it = 0;; ++it) {
-    assign(r.centroids, ids, values);
-    const double inertia = total_cost(assign, values);
+    const double inertia = engine->assign(r.centroids.view());
     r.history.push_back(inertia);
+    if (params.on_iteration) params.on_iteration(it, inertia);
     if (ctx.progress) ctx.progress(std::min(1.0, double(it) / double(std::max(1, params.max_iterations))));
     const bool settled = it > 0 && r.history[size_t(it - 1)] - inertia <= params.tolerance * inertia;
     if (it == params.max_iterations || settled) break;
-    const std::vector<int64_t> empty = update(T, ids, spherical, r.centroids);
-    if (!empty.empty()) reseed(T, empty, assign, values, r.centroids);
+    const std::vector<int64_t> empty = engine->update(r.centroids);
+    if (!empty.empty()) reseed(T, empty, *engine, r.centroids);
     r.empty_reseeded += int64_t(empty.size());
     r.iterations = it + 1;
   }
 
+  r.labels = Matrix<int64_t>(X.rows, 1);
   if (sampled) {
-    const Assigner all(ctx, X, params.metric);
-    all(r.centroids, ids, values);
-    r.inertia = total_cost(all, values);
+    const std::unique_ptr<detail::KmeansEngine> all = backend.kmeans_engine(ctx, X, spherical);
+    r.inertia = all->assign(r.centroids.view());
+    all->labels(r.labels.data());
+    r.points_ranked_exactly = all->stats().exact_fallbacks;
   } else {
     r.inertia = r.history.back();
+    engine->labels(r.labels.data());
   }
-  r.labels = Matrix<int64_t>(X.rows, 1);
-  std::copy(ids.begin(), ids.end(), r.labels.data());
+  r.points_ranked_exactly += engine->stats().exact_fallbacks;
+  r.assignments = engine->stats().rows + (sampled ? X.rows : 0);
   if (ctx.progress) ctx.progress(1.0);
   return r;
 }

@@ -4,6 +4,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 
 #include <cblas.h>
 
@@ -43,6 +44,11 @@ BlasSerialScope::~BlasSerialScope() {
 }  // namespace simkit::detail::cpu
 
 namespace simkit::detail {
+
+std::string blas_core_name() {
+  const char* name = openblas_get_corename();
+  return name ? name : "";
+}
 
 int cpu_parallel_width(const Context& ctx) { return cpu::cpu_threads(ctx); }
 

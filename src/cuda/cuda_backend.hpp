@@ -21,6 +21,8 @@ class CudaBackend final : public Backend {
   void merge(const Context& ctx, const MergeArgs& a) const override;
   void sort(const Context& ctx, const SortArgs& a) const override;
   void select_k(const Context& ctx, const SelectKArgs& a) const override;
+  std::unique_ptr<KmeansEngine> kmeans_engine(const Context& ctx, MatrixView<const float> X,
+                                              bool spherical) const override;
   bool all_finite(const Context& ctx, MatrixView<const float> m) const override;
   std::vector<GpuInfo> gpus() const override;
   int device_count() const override;

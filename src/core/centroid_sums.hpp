@@ -1,0 +1,49 @@
+#pragma once
+// The centroid update rule both backends follow, so that the same labels give the same
+// centroids, bit for bit, on the CPU and the GPU and for any thread count.
+//
+// The points are taken in label order, and within a cluster in point order (a stable sort by
+// label). A cluster's points are cut into chunks of kSumChunk, starting from its first point;
+// each chunk is summed in float64 from 0, point after point, and the cluster's chunk sums are
+// added in order from 0. Only additions are involved (no fused multiply-add can change a bit),
+// and the chunks are the unit of parallel work: a thousand-point cluster is eight independent
+// sums, a million-point one eight thousand, so one large cluster does not serialise the update.
+// The centroid is then the sum over the count, or, spherical, the sum over its norm (squares
+// accumulated with fma in coordinate order); a cluster whose sum is zero gets a zero centroid.
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <simkit/matrix.hpp>
+
+#include "core/hd.hpp"
+
+namespace simkit::detail {
+
+inline constexpr int64_t kSumChunk = 128;
+
+/// Chunks of a cluster of `count` points.
+SIMKIT_HD int64_t sum_chunks(int64_t count) { return (count + kSumChunk - 1) / kSumChunk; }
+
+/// Squared norm of a float64 sum, fused multiply-adds in coordinate order.
+SIMKIT_HD double sum_sq_norm(const double* sum, int64_t d) {
+  double sq = 0;
+  for (int64_t j = 0; j < d; ++j) sq = fma(sum[j], sum[j], sq);
+  return sq;
+}
+
+/// One centroid coordinate from its cluster's float64 sum: divided by the count, or, spherical,
+/// by the sum's norm (from sum_sq_norm; 0 gives 0).
+SIMKIT_HD float centroid_coordinate(double sum, int64_t count, bool spherical, double sq_norm) {
+  if (!spherical) return float(sum / double(count));
+  return sq_norm > 0 ? float(sum / sqrt(sq_norm)) : 0.0f;
+}
+
+/// The rule on the host (the CPU backend, and the GPU backend when the points stream from host
+/// memory): C := the centroids of the clusters `labels` (n values in [0, k)) makes of X, over
+/// `threads` OpenMP threads. Returns the empty clusters, ascending; their rows of C are kept.
+std::vector<int64_t> update_centroids_host(MatrixView<const float> X, const int32_t* labels, bool spherical,
+                                           Matrix<float>& C, int threads);
+
+}  // namespace simkit::detail

@@ -1,0 +1,44 @@
+#pragma once
+// The backend half of k-means (core/kmeans.cpp keeps the loop, the seeding and the checks): the
+// training points held where the backend computes, the nearest-centroid assignment and the
+// centroid update. Both backends follow the same two rules, so the same inputs give the same
+// labels and, bit for bit, the same centroids on either:
+//
+//   assignment  core/nearest_bound.hpp: candidates from a fast float product, each re-scored
+//               in float64; a point whose best exact key beats every other centroid's
+//               approximate key by more than the product's error bound is settled, any other
+//               is ranked exactly against every centroid. The label is the float64 argmin,
+//               ties to the lower centroid id.
+//   update      core/centroid_sums.hpp: points in label order (point order within a cluster),
+//               summed in float64 in fixed chunks, the chunks summed in order.
+
+#include <cstdint>
+#include <vector>
+
+#include <simkit/matrix.hpp>
+
+namespace simkit::detail {
+
+struct AssignStats {
+  int64_t rows = 0;             // points assigned, over every assign() so far
+  int64_t exact_fallbacks = 0;  // of them, those ranked exactly against every centroid
+};
+
+class KmeansEngine {
+ public:
+  virtual ~KmeansEngine() = default;
+
+  /// Labels every training point with its nearest row of C (k x d, host, finite) and returns
+  /// the inertia: the float64 sum of the points' costs (squared distance, or 1 - cosine).
+  virtual double assign(MatrixView<const float> C) = 0;
+  /// C := the centroids of the last assignment's clusters (means; unit means when spherical).
+  /// Returns the clusters left empty, ascending; their rows of C are left as they were.
+  virtual std::vector<int64_t> update(Matrix<float>& C) = 0;
+
+  /// The last assignment, n values each.
+  virtual void labels(int64_t* out) const = 0;
+  virtual void costs(double* out) const = 0;
+  virtual AssignStats stats() const = 0;
+};
+
+}  // namespace simkit::detail

@@ -1,0 +1,55 @@
+#pragma once
+// When a nearest-centroid assignment made from an approximate product can be trusted.
+//
+// Both backends rank centroids j for a point x by a key that drops the point's own term:
+//
+//   sqeuclidean  K_j = ||v_j||^2 - 2 u.v_j   with u = x - t, v_j = c_j - t   (= ||x - c_j||^2 - ||u||^2)
+//   cosine       K_j = -u.v_j                with u = x,     v_j = c_j / ||c_j||
+//
+// (t, a translation near the data -- the mean of the centroids -- keeps u and v short, so the
+// product's error, proportional to ||u|| ||v||, stays small against the gaps between keys.)
+// The fast pass computes A_j = a_j + b s_j from float-rounded operands, a_j = ||v_j||^2 or 0,
+// b = -2 or -1, and s_j the float product: sgemm on the CPU, TF32 tensor cores on the GPU. Each
+// backend states eps with |s_j - u.v_j| <= eps ||u|| ||v_j||, and key_error_bound turns it into B
+// with |A_j - K_j| <= B for every j. Keeping the M smallest A_j as candidates and re-scoring them
+// in float64, the best exact candidate key K* is the true minimum as soon as
+//
+//   K* < A_(M) - B        (A_(M): the largest approximate key kept)
+//
+// because every other centroid has K_j >= A_j - B >= A_(M) - B. Points that fail the test are
+// ranked exactly against every centroid, so the result never depends on the bound being tight.
+
+#include <cstdint>
+
+#include "core/hd.hpp"
+
+namespace simkit::detail {
+
+/// eps of an sgemm product over d terms: operands exact, each addition (fused or not) rounds
+/// once (2^-24 relative), however the library blocks the sum; doubled for safety.
+SIMKIT_HD double fp32_product_eps(int64_t d) { return double(d + 16) * 0x1p-22; }
+
+/// eps of a TF32 tensor-core product: each operand rounded to nearest to 10 mantissa bits
+/// (2^-11 relative, so 2^-10 + 2^-22 for the product), then the float accumulation as above
+/// (the tensor cores' internal accumulation is not documented to round to nearest, hence the
+/// factor 2 kept there).
+SIMKIT_HD double tf32_product_eps(int64_t d) { return 0x1p-10 + 0x1p-22 + double(d + 16) * 0x1p-22; }
+
+/// B for one point: eps as above, |b|, ||u||, max_j ||v_j|| and max_j a_j. The second term
+/// covers the float rounding of u, v_j and a_j and of the sum a_j + b s_j (2^-24 each, taken
+/// as 2^-22); the last, the float64 evaluation of the exact keys (d 2^-53 relative, for d up to
+/// 2^13 taken as 2^-40).
+SIMKIT_HD double key_error_bound(double eps, double b, double u_norm, double v_max, double a_max) {
+  const double cross = b * u_norm * v_max;
+  return eps * cross + 0x1p-22 * (a_max + cross) + 0x1p-40 * (a_max + cross + u_norm * u_norm);
+}
+
+/// True when the candidates settle the point: every centroid is a candidate, or the best exact
+/// key clears the largest kept approximate key by more than the bound.
+SIMKIT_HD bool nearest_certified(bool every_centroid_kept, double best_exact, double worst_kept, double bound) {
+  if (every_centroid_kept) return true;
+  const double limit = worst_kept - bound;         // NaN or inf when either is not finite
+  return limit - limit == 0.0 && best_exact < limit;  // inf - inf and NaN - NaN are NaN
+}
+
+}  // namespace simkit::detail
