@@ -100,6 +100,66 @@ TEST_P(KmeansTest, LabelsAreNearestAndCentroidsAreMeansAtConvergence) {
   }
 }
 
+/// The label a point must get: the float64 nearest centroid, ties to the lower id.
+int64_t nearest_exact(const float* x, const Matrix<float>& C, Metric metric) {
+  double best = INFINITY;
+  int64_t id = -1;
+  for (int64_t c = 0; c < C.rows(); ++c) {
+    const double v = cost(x, &C(c, 0), C.cols(), metric);
+    if (v < best) best = v, id = c;
+  }
+  return id;
+}
+
+// The fast products (sgemm, TF32) only propose; the labels must be the float64 argmin even
+// where they cannot tell: duplicate centroids (exact ties, the lower id wins), a centroid 1/16
+// away from another, everything translated 1e4 from the origin (where cosine similarities all
+// sit near 1 and only the exact ranking separates them). k = 301 and 1100 cross the GPU's
+// 128-centroid tiles and the CPU's 1024; d = 37 is no multiple of the GPU's 32-wide steps.
+TEST_P(KmeansTest, AssignmentIsExactOnTiesNearTiesAndFarFromOrigin) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const int64_t n = 2000, d = 37;
+  for (int64_t k : {301, 1100})
+    for (double offset : {0.0, 1e4})
+      for (Metric metric : {Metric::sqeuclidean, Metric::cosine}) {
+        Matrix<float> C = random_matrix(k, d, 71 + uint64_t(k));
+        Matrix<float> X = random_matrix(n, d, 72 + uint64_t(k));
+        for (int64_t j = 0; j < d; ++j) C(1, j) = C(0, j), C(2, j) = C(0, j);
+        C(2, 0) += 0.0625f;
+        const Matrix<float> noise = random_matrix(10, d, 73, Distribution::gaussian);
+        for (int64_t i = 0; i < 10; ++i)  // points among the three
+          for (int64_t j = 0; j < d; ++j) X(i, j) = C(0, j) + 0.01f * noise(i, j);
+        for (int64_t e = 0; e < C.size(); ++e) C.data()[e] = float(C.data()[e] + offset);
+        for (int64_t e = 0; e < X.size(); ++e) X.data()[e] = float(X.data()[e] + offset);
+        KmeansParams p;
+        p.k = k;
+        p.metric = metric;
+        p.init = KmeansInit::given;
+        p.initial = C.view();
+        p.max_iterations = 0;  // assign only
+        const KmeansResult r = kmeans(context(), X.view(), p);
+        const std::string label =
+            std::string(to_string(metric)) + " k " + std::to_string(k) + " offset " + std::to_string(offset);
+        int64_t wrong = 0;
+        double inertia = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t want = nearest_exact(&X(i, 0), C, metric);
+          wrong += r.labels(i, 0) != want;
+          inertia += cost(&X(i, 0), &C(want, 0), d, metric);
+          if (i < 10) {
+            EXPECT_NE(r.labels(i, 0), 1) << label << ": a duplicate centroid must lose to the lower id";
+          }
+        }
+        EXPECT_EQ(wrong, 0) << label;
+        EXPECT_NEAR(r.inertia, inertia, 1e-9 * std::max(1.0, inertia)) << label;
+        EXPECT_EQ(r.assignments, n) << label;
+        if (offset > 0 && metric == Metric::cosine) {
+          EXPECT_GT(r.points_ranked_exactly, 0)
+              << label << ": near-parallel points cannot be settled by a float product";
+        }
+      }
+}
+
 TEST_P(KmeansTest, PlusPlusBeatsRandomOnClusteredData) {
   SIMKIT_REQUIRE_BACKEND(backend());
   // 40 tight blobs: random seeding leaves some blobs without a centroid and some with two.
@@ -191,6 +251,32 @@ TEST(KmeansGpuOnly, SameLabelsAndInertiaAsCpu) {
     int64_t differ = 0;
     for (int64_t i = 0; i < X.rows(); ++i) differ += c.labels(i, 0) != g.labels(i, 0);
     EXPECT_EQ(differ, 0) << to_string(metric);
+    // Same labels, same summation order: the same centroids, bit for bit.
+    ASSERT_EQ(c.centroids.size(), g.centroids.size());
+    int64_t bits = 0;
+    for (int64_t e = 0; e < c.centroids.size(); ++e) bits += c.centroids.data()[e] != g.centroids.data()[e];
+    EXPECT_EQ(bits, 0) << to_string(metric) << ": centroid coordinates that differ";
+  }
+}
+
+// Points that do not fit the GPU budget stream from host memory at each assignment and the
+// update runs on the host: the same result as resident.
+TEST(KmeansGpuOnly, StreamedPointsGiveTheResidentResult) {
+  SIMKIT_REQUIRE_GPU();
+  const Matrix<float> X = blobs(30011, 40, 64, 1.0, 67);
+  for (Metric metric : {Metric::sqeuclidean, Metric::cosine}) {
+    KmeansParams p;
+    p.k = 200;
+    p.metric = metric;
+    p.seed = 4;
+    p.max_iterations = 6;
+    const KmeansResult resident = kmeans(gpu_context(), X.view(), p);
+    const KmeansResult streamed = kmeans(gpu_context(size_t(3) << 20), X.view(), p);  // 3 MiB: > 5 tiles
+    EXPECT_EQ(resident.iterations, streamed.iterations) << to_string(metric);
+    for (int64_t e = 0; e < resident.centroids.size(); ++e)
+      ASSERT_EQ(resident.centroids.data()[e], streamed.centroids.data()[e]) << to_string(metric) << " " << e;
+    for (int64_t i = 0; i < X.rows(); ++i) ASSERT_EQ(resident.labels(i, 0), streamed.labels(i, 0)) << i;
+    EXPECT_NEAR(resident.inertia, streamed.inertia, 1e-12 * resident.inertia) << to_string(metric);
   }
 }
 

@@ -31,9 +31,9 @@ namespace {
 void pick_blas_kernels(char** argv) {
 #if defined(__x86_64__)
   if (std::getenv("OPENBLAS_CORETYPE") || simkit::blas_kernels() != "Prescott") return;
-  const char* core = __builtin_cpu_supports("avx512f")  ? "SkylakeX"
-                     : __builtin_cpu_supports("avx2")   ? "Haswell"
-                                                        : nullptr;
+  const char* core = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+                     : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                                       : nullptr;
   if (!core || setenv("OPENBLAS_CORETYPE", core, 1) != 0) return;
   execv("/proc/self/exe", argv);  // returns only on failure: carry on with the slow kernels
 #else

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <numeric>
 #include <memory>
+#include <numeric>
 #include <string>
 
 #include "core/backend.hpp"

@@ -48,7 +48,7 @@ SIMKIT_HD double key_error_bound(double eps, double b, double u_norm, double v_m
 /// key clears the largest kept approximate key by more than the bound.
 SIMKIT_HD bool nearest_certified(bool every_centroid_kept, double best_exact, double worst_kept, double bound) {
   if (every_centroid_kept) return true;
-  const double limit = worst_kept - bound;         // NaN or inf when either is not finite
+  const double limit = worst_kept - bound;            // NaN or inf when either is not finite
   return limit - limit == 0.0 && best_exact < limit;  // inf - inf and NaN - NaN are NaN
 }
 

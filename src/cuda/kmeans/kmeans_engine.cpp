@@ -1,0 +1,225 @@
+// k-means on the GPU (core/kmeans_engine.hpp). The training points are uploaded once and stay
+// resident, with their labels and costs, when they fit the memory budget; each assignment is
+// then four kernels and a reduction on the device (kmeans_kernels.hpp) and only the centroids
+// (k x d) go up and the inertia comes back, and each update sends back the k x d centroids and k
+// counts. Points that do not fit are streamed from host memory tile by tile at each assignment,
+// the labels and costs come back per tile, and the update runs on the host by the same rule
+// (core/centroid_sums.hpp), so both modes give the same centroids.
+#include <simkit/device_matrix.hpp>
+#include <simkit/error.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/centroid_sums.hpp"
+#include "core/kmeans_engine.hpp"
+#include "core/nearest_operands.hpp"
+#include "cuda/call.hpp"
+#include "cuda/check.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/kmeans/kmeans_kernels.hpp"
+#include "cuda/resources.hpp"
+
+namespace simkit::detail::cuda {
+
+namespace {
+
+constexpr size_t kPad = 16 * Carver::alignment;  // slack for the carver's rounding
+
+/// Per-point device bytes of one assignment's scratch: candidates, worst key, unsettled list.
+constexpr size_t kAssignBytesPerPoint = kNearestCandidates * 4 + 4 + 4;
+
+size_t centroid_bytes(int64_t k, int64_t d) { return size_t(k) * size_t(d) * 8 + size_t(k + d) * 4; }
+
+void upload(void* dst, const void* src, size_t bytes, cudaStream_t s) {
+  if (bytes) check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+}
+void download(void* dst, const void* src, size_t bytes, cudaStream_t s) {
+  if (bytes) check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+}
+
+class CudaKmeansEngine final : public KmeansEngine {
+ public:
+  CudaKmeansEngine(const Context& ctx, MatrixView<const float> X, bool spherical)
+      : ctx_(ctx), X_(X), spherical_(spherical) {
+    ctx_.progress = nullptr;
+    const int64_t n = X.rows, d = X.cols;
+    if (n > INT_MAX)
+      throw Error(ErrorCode::unsupported, "kmeans on the GPU: more than 2^31 - 1 points (" + std::to_string(n) + ")");
+    Call call(ctx_);
+    const size_t budget = working_budget(ctx_, call.r());
+    // Resident when the points, labels and costs plus one pass's scratch (at k = n, the most)
+    // fit; the scratch of the update at the largest k is about as large.
+    const size_t resident = size_t(n) * (size_t(d) * 4 + 12) + size_t(n) * kAssignBytesPerPoint +
+                            update_scratch_bytes(n, std::min<int64_t>(n, 65536), d) + kPad;
+    if (resident <= budget) {
+      try {
+        x_dev_.emplace(ctx_, X);
+        labels_dev_.emplace(ctx_, n, 1);
+        costs_dev_.emplace(ctx_, n, 1);
+        return;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::out_of_memory) throw;
+        x_dev_.reset(), labels_dev_.reset(), costs_dev_.reset();
+      }
+    }
+    labels_host_.resize(size_t(n));
+    costs_host_.resize(size_t(n));
+  }
+
+  double assign(MatrixView<const float> C) override {
+    const NearestOperands ops = nearest_operands(C, spherical_);
+    const int64_t n = X_.rows, d = X_.cols, k = C.rows;
+    Call call(ctx_);
+    Resources& r = call.r();
+    const cudaStream_t s = call.stream();
+    const bool resident = x_dev_.has_value();
+    // Rows per pass: all of them when resident, else what the budget holds with their staging.
+    const size_t per_row = kAssignBytesPerPoint + (resident ? 0 : size_t(d) * 4 + 12);
+    const size_t fixed = centroid_bytes(k, d) + sum_scratch_bytes(n) + kPad;
+    int64_t rows = n;
+    if (r.arena.capacity() < fixed + size_t(n) * per_row) {
+      const size_t budget = working_budget(ctx_, r);
+      if (budget > fixed) rows = std::min<int64_t>(n, int64_t((budget - fixed) / per_row));
+      if (rows < 1 || budget <= fixed)
+        throw Error(ErrorCode::out_of_memory, "kmeans: " + std::to_string(k) + " centroids of dimension " +
+                                                  std::to_string(d) + " exceed the GPU memory budget");
+      r.arena.reserve(fixed + size_t(rows) * per_row, budget);
+    }
+    Carver carve(r.arena);
+    NearestCentroids cent = upload_centroids(ops, C, carve, s);
+    int32_t* cand = carve.take<int32_t>(size_t(rows) * kNearestCandidates);
+    float* worst = carve.take<float>(size_t(rows));
+    int32_t* unsettled = carve.take<int32_t>(size_t(rows));
+    int* count = carve.take<int>(1);
+    double* sum = carve.take<double>(1);
+    const size_t sum_bytes = sum_scratch_bytes(n);
+    void* sum_scratch = carve.take<char>(sum_bytes);
+    float* x_tile = resident ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
+    int32_t* labels_tile = resident ? labels_dev_->view().data : carve.take<int32_t>(size_t(rows));
+    double* costs_tile = resident ? costs_dev_->view().data : carve.take<double>(size_t(rows));
+
+    int unsettled_total = 0;
+    double inertia = 0;
+    for (int64_t r0 = 0; r0 < n; r0 += rows) {
+      const int64_t m = std::min(rows, n - r0);
+      const float* x = resident ? x_dev_->view().data + r0 * d : x_tile;
+      int32_t* labels = resident ? labels_tile + r0 : labels_tile;
+      double* costs = resident ? costs_tile + r0 : costs_tile;
+      if (!resident) upload(x_tile, X_.row(r0), size_t(m) * size_t(d) * 4, s);
+      check_cuda(cudaMemsetAsync(count, 0, sizeof(int), s), "cudaMemsetAsync");
+      nearest_candidates(x, m, d, cent, cand, worst, s);
+      certify_candidates(x, m, d, cent, spherical_, cand, worst, labels, costs, unsettled, count, s);
+      rank_exact(x, d, cent, spherical_, unsettled, count, labels, costs, s);
+      int tile_unsettled = 0;
+      download(&tile_unsettled, count, sizeof(int), s);
+      if (!resident) {
+        download(labels_host_.data() + r0, labels, size_t(m) * 4, s);
+        download(costs_host_.data() + r0, costs, size_t(m) * 8, s);
+      }
+      check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      unsettled_total += tile_unsettled;
+      if (!resident)
+        for (int64_t i = 0; i < m; ++i) inertia += costs_host_[size_t(r0 + i)];
+    }
+    if (resident) {
+      sum_costs(costs_tile, n, sum, sum_scratch, sum_bytes, s);
+      download(&inertia, sum, sizeof(double), s);
+    }
+    call.finish();
+    stats_.rows += n;
+    stats_.exact_fallbacks += unsettled_total;
+    return inertia;
+  }
+
+  std::vector<int64_t> update(Matrix<float>& C) override {
+    const int64_t n = X_.rows, d = X_.cols, k = C.rows();
+    if (!x_dev_) return update_centroids_host(X_, labels_host_.data(), spherical_, C, 0);
+    Call call(ctx_);
+    Resources& r = call.r();
+    const cudaStream_t s = call.stream();
+    const size_t scratch = update_scratch_bytes(n, k, d);
+    const size_t need = scratch + size_t(k) * size_t(d) * 8 + size_t(k) * 4 + kPad;
+    if (r.arena.capacity() < need) r.arena.reserve(need, std::max(need, working_budget(ctx_, r)));
+    Carver carve(r.arena);
+    float* c_in = carve.take<float>(size_t(k) * size_t(d));
+    float* c_out = carve.take<float>(size_t(k) * size_t(d));
+    int32_t* counts = carve.take<int32_t>(size_t(k));
+    void* work = carve.take<char>(scratch);
+    upload(c_in, C.data(), size_t(k) * size_t(d) * 4, s);
+    update_centroids(x_dev_->view().data, n, d, labels_dev_->view().data, k, spherical_, c_in, c_out, counts, work,
+                     scratch, s);
+    std::vector<int32_t> sizes(static_cast<size_t>(k));
+    download(C.data(), c_out, size_t(k) * size_t(d) * 4, s);
+    download(sizes.data(), counts, size_t(k) * 4, s);
+    call.finish();
+    std::vector<int64_t> empty;
+    for (int64_t c = 0; c < k; ++c)
+      if (sizes[size_t(c)] == 0) empty.push_back(c);
+    return empty;
+  }
+
+  void labels(int64_t* out) const override {
+    std::vector<int32_t> l;
+    const int32_t* src = labels_host_.data();
+    if (labels_dev_) {
+      l.resize(size_t(X_.rows));
+      copy_back(l.data(), labels_dev_->view().data, l.size() * 4);
+      src = l.data();
+    }
+    std::copy(src, src + X_.rows, out);
+  }
+
+  void costs(double* out) const override {
+    if (costs_dev_)
+      copy_back(out, costs_dev_->view().data, size_t(X_.rows) * 8);
+    else
+      std::copy(costs_host_.begin(), costs_host_.end(), out);
+  }
+
+  AssignStats stats() const override { return stats_; }
+
+ private:
+  NearestCentroids upload_centroids(const NearestOperands& ops, MatrixView<const float> C, Carver& carve,
+                                    cudaStream_t s) const {
+    const size_t kd = size_t(ops.k) * size_t(ops.d);
+    float* c = carve.take<float>(kd);
+    float* v = carve.take<float>(kd);
+    float* a = ops.a.empty() ? nullptr : carve.take<float>(ops.a.size());
+    float* t = ops.t.empty() ? nullptr : carve.take<float>(ops.t.size());
+    upload(c, C.data, kd * 4, s);
+    upload(v, ops.v.data(), kd * 4, s);
+    if (a) upload(a, ops.a.data(), ops.a.size() * 4, s);
+    if (t) upload(t, ops.t.data(), ops.t.size() * 4, s);
+    // The host vectors must outlive the copies: pageable copies complete before returning.
+    return NearestCentroids{c, v, a, t, ops.b, ops.v_max, ops.a_max, ops.k};
+  }
+
+  void copy_back(void* dst, const void* src, size_t bytes) const {
+    Call call(ctx_);
+    download(dst, src, bytes, call.stream());
+    call.finish();
+  }
+
+  Context ctx_;
+  MatrixView<const float> X_;
+  bool spherical_;
+  std::optional<DeviceMatrix<float>> x_dev_;
+  std::optional<DeviceMatrix<int32_t>> labels_dev_;
+  std::optional<DeviceMatrix<double>> costs_dev_;
+  std::vector<int32_t> labels_host_;  // streamed mode
+  std::vector<double> costs_host_;
+  AssignStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<KmeansEngine> CudaBackend::kmeans_engine(const Context& ctx, MatrixView<const float> X,
+                                                         bool spherical) const {
+  return std::make_unique<CudaKmeansEngine>(ctx, X, spherical);
+}
+
+}  // namespace simkit::detail::cuda

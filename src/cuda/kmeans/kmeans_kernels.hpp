@@ -1,0 +1,61 @@
+#pragma once
+// The k-means kernels on the device (cuda/kmeans/*.cu), launched by kmeans_engine.cpp.
+//
+//   candidates   TF32 tensor-core products of a tile of points against every centroid, fused
+//                with the selection of each point's kNearestCandidates smallest approximate keys
+//                (core/nearest_bound.hpp): the n x k matrix never exists, not even per tile.
+//   certify      the float64 re-score of the candidates and the certificate; points that fail
+//                it are listed for
+//   rank_exact   a float64 key against every centroid, ties to the lower id.
+//   update       a stable radix sort by label, the chunk sums and the centroids of
+//                core/centroid_sums.hpp.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace simkit::detail::cuda {
+
+inline constexpr int kNearestCandidates = 8;
+
+/// The centroid side of a pass (core/nearest_operands.hpp), in device memory.
+struct NearestCentroids {
+  const float* c = nullptr;  // k x d: the centroids as given (the exact keys read these)
+  const float* v = nullptr;  // k x d: the product's operands
+  const float* a = nullptr;  // k, or null (spherical)
+  const float* t = nullptr;  // d, or null (spherical)
+  float b = -2.0f;
+  double v_max = 0, a_max = 0;
+  int64_t k = 0;
+};
+
+/// Rows [0, n) of X (stride d): cand[i * kNearestCandidates + q], sorted by approximate key
+/// (-1 past k), and worst[i], the largest approximate key kept.
+void nearest_candidates(const float* X, int64_t n, int64_t d, const NearestCentroids& c, int32_t* cand, float* worst,
+                        cudaStream_t stream);
+
+/// The certificate for rows [0, n): settled rows get labels[i] and costs[i]; the others are
+/// appended to `unsettled` (count at *unsettled_count, which the caller zeroes).
+void certify_candidates(const float* X, int64_t n, int64_t d, const NearestCentroids& c, bool spherical,
+                        const int32_t* cand, const float* worst, int32_t* labels, double* costs, int32_t* unsettled,
+                        int* unsettled_count, cudaStream_t stream);
+
+/// Labels and costs of the rows listed in unsettled[0 .. *unsettled_count), ranked exactly.
+void rank_exact(const float* X, int64_t d, const NearestCentroids& c, bool spherical, const int32_t* unsettled,
+                const int* unsettled_count, int32_t* labels, double* costs, cudaStream_t stream);
+
+/// Device scratch of update_centroids for n points, k clusters, d dimensions (bytes).
+size_t update_scratch_bytes(int64_t n, int64_t k, int64_t d);
+
+/// C_out := centroids of the clusters labels[0..n) makes of X (core/centroid_sums.hpp); empty
+/// clusters copy their row of C_in. counts[c] receives each cluster's size.
+void update_centroids(const float* X, int64_t n, int64_t d, const int32_t* labels, int64_t k, bool spherical,
+                      const float* C_in, float* C_out, int32_t* counts, void* scratch, size_t scratch_bytes,
+                      cudaStream_t stream);
+
+/// *out = the float64 sum of x[0..n) (a fixed reduction tree: the same bits every run).
+size_t sum_scratch_bytes(int64_t n);
+void sum_costs(const double* x, int64_t n, double* out, void* scratch, size_t scratch_bytes, cudaStream_t stream);
+
+}  // namespace simkit::detail::cuda
