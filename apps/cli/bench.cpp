@@ -1,4 +1,4 @@
-// `simkit bench pairwise | knn | gauss | primitives`: the command line, the shared set-up (device,
+// `simkit bench pairwise | knn | gauss | primitives | kmeans`: the command line, the shared set-up (device,
 // run counts, header) and the CSV writer. The suites themselves are in bench_<suite>.cpp; the device-free logic in
 // bench_harness.hpp.
 
@@ -173,6 +173,29 @@ void add_bench_command(CLI::App& app) {
       "  python3 bench/peers/torch_primitives.py --csv torch.csv   # torch.topk etc. on the same GPU\n"
       "  python3 bench/compare.py primitives.csv torch.csv");
   prim_cmd->callback([pr] { bench::run_primitives_suite(*pr); });
+
+  auto km = std::make_shared<bench::Options>();
+  km->cases = "synthetic,wordnet,small";
+  km->data = "../shared/data/wordnet/base_minilm_f16.npy";
+  auto* km_cmd = bench_cmd->add_subcommand(
+      "kmeans",
+      "Lloyd's k-means: 1,000,000 x 128 clustered with K = 1024, the WordNet MiniLM embeddings (117,659 x 384, "
+      "cosine) with K = 1024, 100,000 x 128 with K = 256; time per iteration, GFLOP/s, inertia, labels checked");
+  add_common_options(km_cmd, *km, "timed runs of each of T(0), T(1), T(iters) (default 10 on the GPU, 3 on the CPU)",
+                     "untimed runs before the timed ones (default 1 on the GPU, 0 on the CPU)");
+  km_cmd->add_option("--cases", km->cases, "which cases: synthetic, wordnet, small")->capture_default_str();
+  km_cmd->add_option("--iters", km->iterations, "Lloyd iterations of the full run")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  km_cmd->add_option("--data", km->data, "the WordNet embeddings (.npy, float16 or float32)")->capture_default_str();
+  km_cmd->add_option("--save", km->save,
+                     "write each case's points and initial centroids here (<case>_X.npy, <case>_C0.npy) for the "
+                     "peers in bench/peers");
+  km_cmd->footer(
+      "Example:\n"
+      "  simkit bench kmeans --device gpu --cases synthetic --save /tmp/km --csv km.csv\n"
+      "  python3 bench/peers/torch_kmeans.py --dir /tmp/km --cases synthetic\n");
+  km_cmd->callback([km] { bench::run_kmeans_suite(*km); });
 }
 
 }  // namespace simkit::cli

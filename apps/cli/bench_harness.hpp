@@ -42,12 +42,17 @@ struct Options {
   std::string metric = "sqeuclidean";
   // primitives only
   std::string sizes, inputs = "random,sorted,reverse";
+  // kmeans only
+  int iterations = 25;
+  std::string data;  // the WordNet embeddings
+  std::string save;  // a directory for the peers' inputs
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp
 void run_knn_suite(const Options& options);         // bench_knn.cpp
 void run_gauss_suite(const Options& options);       // bench_gauss.cpp
 void run_primitives_suite(const Options& options);  // bench_primitives.cpp
+void run_kmeans_suite(const Options& options);      // bench_kmeans.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {
@@ -357,6 +362,18 @@ class TablePrinter {
 
 /// Writes the rows as CSV to `path` atomically (nothing when path is empty). bench.cpp.
 void write_csv(const std::string& path, const std::vector<Row>& rows);
+
+/// Splits "a,b,c" into its non-empty items; throws Error(invalid_argument) naming `what` when
+/// there are none.
+inline std::vector<std::string> split_list(const std::string& text, const std::string& what) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) throw Error(ErrorCode::invalid_argument, what + " is empty");
+  return out;
+}
 
 /// Parses "128,768" into {128, 768}; throws Error(invalid_argument) on anything else, naming
 /// `example` as the expected form.

@@ -32,19 +32,9 @@ namespace {
 
 const char* const kAllCases[] = {"scan", "merge", "sort", "sortpairs", "spmv", "select"};
 
-std::vector<std::string> split(const std::string& text, const std::string& what) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  if (out.empty()) throw Error(ErrorCode::invalid_argument, what + " is empty");
-  return out;
-}
-
 Plan make_plan(const Options& o, bool on_gpu) {
   Plan p;
-  for (const std::string& c : split(o.cases, "--cases")) {
+  for (const std::string& c : split_list(o.cases, "--cases")) {
     if (std::find(std::begin(kAllCases), std::end(kAllCases), c) == std::end(kAllCases))
       throw Error(
           ErrorCode::invalid_argument,
@@ -56,7 +46,7 @@ Plan make_plan(const Options& o, bool on_gpu) {
     if (s < 1 || s > 30) throw Error(ErrorCode::invalid_argument, "--sizes: exponents go from 1 to 30 (2^s elements)");
     p.log_sizes.push_back(static_cast<int>(s));
   }
-  for (const std::string& i : split(o.inputs, "--inputs")) {
+  for (const std::string& i : split_list(o.inputs, "--inputs")) {
     if (i == "random")
       p.patterns.push_back(Pattern::random);
     else if (i == "sorted")

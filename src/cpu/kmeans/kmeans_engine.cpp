@@ -50,10 +50,19 @@ class CpuKmeansEngine final : public KmeansEngine {
     ctx_.progress = nullptr;
     labels_.resize(size_t(X.rows));
     costs_.resize(size_t(X.rows));
+    if (spherical) {
+      x_sq_.resize(size_t(X.rows));
+#pragma omp parallel for schedule(static) num_threads(threads_)
+      for (int64_t i = 0; i < X.rows; ++i) x_sq_[size_t(i)] = exact_dot_vector(X.row(i), X.row(i), X.cols);
+    }
   }
 
   double assign(MatrixView<const float> C) override {
     const NearestOperands ops = nearest_operands(C, spherical_);
+    if (spherical_) {
+      c_sq_.resize(size_t(C.rows));
+      for (int64_t j = 0; j < C.rows; ++j) c_sq_[size_t(j)] = exact_dot_vector(C.row(j), C.row(j), C.cols);
+    }
     const int64_t n = X_.rows, tasks = (n + kRows - 1) / kRows;
     std::vector<double> block_cost(size_t(tasks), 0.0);
     std::vector<int64_t> block_fallbacks(size_t(tasks), 0);
@@ -84,6 +93,17 @@ class CpuKmeansEngine final : public KmeansEngine {
   AssignStats stats() const override { return stats_; }
 
  private:
+  /// The float64 key of point i (at x) and centroid j: the squared distance, or minus the
+  /// cosine (0 when either norm is 0, clamped to [-1, 1], as core/exact_metric.hpp) from the
+  /// cached squared norms.
+  double exact(const float* x, int64_t i, MatrixView<const float> C, int64_t j) const {
+    if (!spherical_) return exact_sqdist(x, C.row(j), C.cols);
+    const double xx = x_sq_[size_t(i)], cc = c_sq_[size_t(j)];
+    if (!(xx > 0 && cc > 0)) return 0.0;
+    const double c = exact_dot_vector(x, C.row(j), C.cols) / (std::sqrt(xx) * std::sqrt(cc));
+    return -(c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c));
+  }
+
   /// Per-thread buffers, reused from block to block.
   struct Scratch {
     std::vector<float> u, s;  // the block's translated points; one product tile
@@ -132,7 +152,6 @@ class CpuKmeansEngine final : public KmeansEngine {
         }
       }
     }
-    const ExactForm form = spherical_ ? ExactForm::cosine : ExactForm::sqdist;
     const double eps = fp32_product_eps(d), b = spherical_ ? 1.0 : 2.0;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = r0 + r;
@@ -142,7 +161,7 @@ class CpuKmeansEngine final : public KmeansEngine {
       int64_t best_id = -1;
       for (int q = 0; q < kCandidates; ++q) {
         if (list.id[q] < 0) continue;
-        const double key = exact_key(form, x, C.row(list.id[q]), d);
+        const double key = exact(x, i, C, list.id[q]);
         if (key < best || (key == best && list.id[q] < best_id)) best = key, best_id = list.id[q];
       }
       const double un = u_norm[size_t(r)];
@@ -152,7 +171,7 @@ class CpuKmeansEngine final : public KmeansEngine {
         ++fallbacks;
         best = std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < k; ++j) {
-          const double key = exact_key(form, x, C.row(j), d);
+          const double key = exact(x, i, C, j);
           if (key < best) best = key, best_id = j;
         }
       }
@@ -168,6 +187,7 @@ class CpuKmeansEngine final : public KmeansEngine {
   int threads_;
   std::vector<int32_t> labels_;
   std::vector<double> costs_;
+  std::vector<double> x_sq_, c_sq_;  // spherical: squared norms of the points and the centroids
   AssignStats stats_;
 };
 
