@@ -3,9 +3,10 @@
 # run compute-sanitizer (memcheck, racecheck) over them, then the benchmarks and the PyTorch
 # peer script, and leave logs plus a short table under $OUT.
 #
-#   bash scripts/device-check.sh [all|tests|sanitize|bench|regression]      (default: all)
+#   bash scripts/device-check.sh [all|tests|sanitize|bench|regression|wordnet]   (default: all)
 #
-# tests: the gpu tests, the digits run and compute-sanitizer; sanitize: compute-sanitizer only
+# tests: the gpu tests, the digits run and compute-sanitizer; wordnet: `simkit kmeans` on the
+# WordNet embeddings (re-embedded from a carried .wn bundle when the data is not there); sanitize: compute-sanitizer only
 # (a second call when the first ran out of time); regression: BASE_SRC (another source tree,
 # e.g. `git archive OLD | tar -x -C .wt/base-src`, carried) is built beside this one and
 # `bench pairwise` / `bench knn` of both run alternately (scripts/bench-regression.sh,
@@ -17,7 +18,8 @@
 # patterns, ':'-separated, left out of every run: the largest cases) and SANITIZER_TIMEOUT
 # (seconds per run) bound it; BENCH_SUITES picks the suites, GAUSS_CASES
 # and TORCH_GAUSS_ARGS the gauss cases (and arguments) of each side, PRIM_ARGS and TORCH_PRIM_ARGS
-# extra arguments of `simkit bench primitives` and its PyTorch peer; SIMKIT_COMMIT names the
+# extra arguments of `simkit bench primitives` and its PyTorch peer; KMEANS_CASES the kmeans
+# cases (default synthetic; add wordnet when its data is there); SIMKIT_COMMIT names the
 # commit in the table.
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
@@ -116,10 +118,26 @@ if { [ "$what" = all ] || [ "$what" = tests ] && [ "${SANITIZER:-1}" = 1 ]; } ||
   grep "ERROR SUMMARY" "$OUT/tests.log" | sort | uniq -c | tee -a "$OUT/summary.txt"
 fi
 
+# WordNet on the device: the 90 MB float16 base exceeds the carry, so it is re-embedded from the
+# carried model and glosses (.wn, scripts/embed-wordnet.py) when they came along.
+wordnet_npy=${WORDNET_NPY:-$root/../shared/data/wordnet/base_minilm_f16.npy}
+KMEANS_CASES=${KMEANS_CASES:-synthetic}
+if [ -d "$root/.wn" ] && [ ! -f "$wordnet_npy" ] && { [ "$what" = all ] || [ "$what" = bench ] || [ "$what" = wordnet ]; }; then
+  log "re-embedding the WordNet glosses (scripts/embed-wordnet.py)"
+  wordnet_npy=/tmp/wordnet_minilm_f16.npy
+  PYTHONUNBUFFERED=1 python3 "$root/scripts/embed-wordnet.py" --bundle "$root/.wn" --out "$wordnet_npy" 2>&1 |
+    tail -6 | tee -a "$OUT/summary.txt"
+fi
+if [ -f "$wordnet_npy" ] && { [ "$what" = all ] || [ "$what" = wordnet ]; }; then
+  log "simkit kmeans on the WordNet embeddings, cosine, K = 1024, 25 iterations, GPU"
+  /usr/bin/time -f "  wall %e s" "$build/apps/cli/simkit" kmeans --data "$wordnet_npy" -k 1024 --metric cosine \
+    --iters 25 --seed 0 --centroids /tmp/wn_C.npy --labels /tmp/wn_L.npy --device gpu 2>&1 | tee -a "$OUT/summary.txt"
+fi
+
 if [ "$what" = all ] || [ "$what" = bench ]; then
   # BENCH_SUITES picks the suites (default: all four). Each side's CSVs are merged into one
   # file, simkit.csv and torch.csv, to stay within what comes back from the device.
-  suites=${BENCH_SUITES:-pairwise knn gauss primitives}
+  suites=${BENCH_SUITES:-pairwise knn gauss primitives kmeans}
   csv=/tmp/simkit-csv && rm -rf "$csv" && mkdir -p "$csv"
   cli="$build/apps/cli/simkit"
   for suite in $suites; do
@@ -128,12 +146,18 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     extra=()
     if [ "$suite" = gauss ] && [ -n "${GAUSS_CASES:-}" ]; then extra=(--cases "$GAUSS_CASES"); fi
     if [ "$suite" = primitives ] && [ -n "${PRIM_ARGS:-}" ]; then read -ra extra <<<"$PRIM_ARGS"; fi
+    if [ "$suite" = kmeans ]; then
+      rm -rf /tmp/km-save && mkdir -p /tmp/km-save
+      extra=(--cases "$KMEANS_CASES" --save /tmp/km-save --data "$wordnet_npy")
+    fi
     "$cli" bench "$suite" --device gpu "${extra[@]}" --csv "$csv/simkit_$suite.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
     log "PyTorch peer: $suite"
     peer="$root/bench/peers/torch_peers.py"; args=(--suites "$suite")
     if [ "$suite" = gauss ]; then
       peer="$root/bench/peers/torch_gauss.py"; args=()
       if [ -n "${TORCH_GAUSS_ARGS:-}" ]; then read -ra args <<<"$TORCH_GAUSS_ARGS"; fi
+    elif [ "$suite" = kmeans ]; then
+      peer="$root/bench/peers/torch_kmeans.py"; args=(--dir /tmp/km-save --cases "$KMEANS_CASES")
     elif [ "$suite" = primitives ]; then
       peer="$root/bench/peers/torch_primitives.py"; args=()
       if [ -n "${TORCH_PRIM_ARGS:-}" ]; then read -ra args <<<"$TORCH_PRIM_ARGS"; fi

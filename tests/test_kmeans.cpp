@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -233,6 +234,38 @@ TEST_P(KmeansTest, DigitsRealData) {
   const KmeansResult r = kmeans(context(), X.view(), p);
   const double inertia = expect_labels_nearest(X, r, Metric::sqeuclidean, "digits");
   std::printf("  digits 1,697 x 64, k = 10: inertia %.6g after %d iterations\n", inertia, r.iterations);
+}
+
+// Farthest-point traversal against a float64 one written here: the same centers in the same
+// order from the same first draw, exact labels, the radius. k = 150 crosses the GPU's tiles.
+TEST_P(KmeansTest, KcenterIsTheFarthestPointTraversal) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = blobs(3007, 21, 40, 2.0, 79);
+  const int64_t n = X.rows(), d = X.cols(), k = 150;
+  const KcenterResult r = kcenter(context(), X.view(), k, 12);
+  ASSERT_EQ(r.ids.rows(), k);
+  std::vector<double> nearest(size_t(n), INFINITY);
+  int64_t next = r.ids(0, 0);
+  for (int64_t c = 0; c < k; ++c) {
+    ASSERT_EQ(r.ids(c, 0), next) << "center " << c;
+    for (int64_t j = 0; j < d; ++j) ASSERT_EQ(r.centers(c, j), X(next, j));
+    int64_t far = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      nearest[size_t(i)] = std::min(nearest[size_t(i)], cost(&X(i, 0), &X(r.ids(c, 0), 0), d, Metric::sqeuclidean));
+      if (nearest[size_t(i)] > nearest[size_t(far)]) far = i;
+    }
+    next = far;
+  }
+  const double radius = std::sqrt(*std::max_element(nearest.begin(), nearest.end()));
+  EXPECT_NEAR(r.radius, radius, 1e-12 * radius);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(r.labels(i, 0), nearest_exact(&X(i, 0), r.centers, Metric::sqeuclidean)) << i;
+  EXPECT_EQ(kcenter(context(), X.view(), k, 12).ids(k - 1, 0), r.ids(k - 1, 0)) << "same seed, same centers";
+  expect_error([&] { kcenter(context(), X.view(), 0); }, ErrorCode::invalid_argument, "k must be at least 1");
+  expect_error([&] { kcenter(context(), X.view(), n + 1); }, ErrorCode::invalid_argument, "exceeds the 3007 points");
+  Matrix<float> bad = X;
+  bad(5, 3) = INFINITY;
+  expect_error([&] { kcenter(context(), bad.view(), 3); }, ErrorCode::invalid_argument, "NaN or Inf (row 5");
 }
 
 // Integer data ties exactly; both backends must break every tie the same way (lower centroid id),

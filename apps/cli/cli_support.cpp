@@ -60,6 +60,18 @@ ProgressBar::ProgressBar(std::string label) : label_(std::move(label)), enabled_
 
 ProgressBar::~ProgressBar() { finish(); }
 
+void ProgressBar::update(double fraction, const std::string& note) {
+  if (!enabled_) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (note == note_) return;
+    note_ = note;
+    last_percent_ = -1;  // draw now
+    last_draw_ = {};
+  }
+  update(fraction);
+}
+
 void ProgressBar::update(double fraction) {
   if (!enabled_) return;
   // A worker that finds another one drawing skips its update rather than waiting.
@@ -75,7 +87,8 @@ void ProgressBar::update(double fraction) {
   char bar[kWidth + 1];
   for (int i = 0; i < kWidth; ++i) bar[i] = i < filled ? '#' : '.';
   bar[kWidth] = '\0';
-  std::fprintf(stderr, "\r%s [%s] %3d%%", label_.c_str(), bar, percent);
+  std::fprintf(stderr, "\r%s [%s] %3d%%%s%s\033[K", label_.c_str(), bar, percent, note_.empty() ? "" : "  ",
+               note_.c_str());
   std::fflush(stderr);
   drawn_ = true;
   last_percent_ = percent;

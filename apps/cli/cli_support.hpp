@@ -56,6 +56,9 @@ class ProgressBar {
 
   bool enabled() const noexcept { return enabled_; }
   void update(double fraction);
+  /// As update(fraction), with `note` after the percentage (k-means: iteration and inertia);
+  /// a new note is drawn at once.
+  void update(double fraction, const std::string& note);
   /// Erases the bar (also done by the destructor).
   void finish();
   /// update() as a Context::progress callback; empty when the bar is disabled.
@@ -66,6 +69,7 @@ class ProgressBar {
   bool enabled_ = false;
   bool drawn_ = false;
   int last_percent_ = -1;
+  std::string note_;
   std::chrono::steady_clock::time_point last_draw_{};
   std::mutex mutex_;
 };

@@ -15,5 +15,6 @@ void add_bench_command(CLI::App& app);     // bench.cpp: `bench pairwise`, `benc
 void add_gauss_command(CLI::App& app);     // gauss_command.cpp
 void add_kde_command(CLI::App& app);       // kde_command.cpp
 void add_kmeans_command(CLI::App& app);    // kmeans_command.cpp
+void add_kcenter_command(CLI::App& app);   // kcenter_command.cpp
 
 }  // namespace simkit::cli

@@ -3,6 +3,7 @@
 // read; both outputs are written, or neither; the last line on stdout is
 // `inertia = <value> after <n> iterations`.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -47,7 +48,12 @@ void run_kmeans(const KmeansOptions& o) {
     bad("--metric: k-means takes sqeuclidean or cosine (spherical), got " + o.metric);
   if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
   ProgressBar bar("kmeans");
-  Context ctx = make_context(o.run, bar.callback());
+  Context ctx = make_context(o.run);
+  if (bar.enabled())
+    p.on_iteration = [&bar, &o](int it, double inertia) {
+      bar.update(double(it) / double(std::max(1, o.iters)),
+                 "iteration " + std::to_string(it) + "/" + std::to_string(o.iters) + ", inertia " + number(inertia));
+    };
   check_output_path(o.centroids, "--centroids", {".npy", ".fvecs"});
   if (!o.labels.empty()) check_output_path(o.labels, "--labels", {".npy", ".ivecs"});
   check_distinct_outputs({{"--centroids", o.centroids}, {"--labels", o.labels}});

@@ -102,7 +102,7 @@ def main():
         gf = 2.0 * n * k * d / (med * 1e-3) / 1e9
         print(f"{case:10} {f'{n} x {d}, {k}':22} {med:9.2f} {min(times):8.2f} {max(times):8.2f} {gf:9.0f} "
               f"{inertia:14.7g}")
-        rows.append(["kmeans-torch", case, "cosine" if spherical else "sqeuclidean", n, k, d, a.iters, props.name,
+        rows.append(["kmeans", case, "cosine" if spherical else "sqeuclidean", n, k, d, a.iters, "torch",
                      f"{med:.4f}", f"{min(times):.4f}", f"{max(times):.4f}", f"{gf:.1f}", "", f"{inertia:.9g}", ""])
         del X, C0, C
         torch.cuda.empty_cache()

@@ -78,4 +78,18 @@ struct KmeansResult {
 /// given centroids are missing, misshapen or non-finite, or k exceeds 2^31 - 1.
 KmeansResult kmeans(const Context& ctx, MatrixView<const float> X, const KmeansParams& params);
 
+struct KcenterResult {
+  Matrix<float> centers;  // k x d: rows of X, in the order chosen
+  Matrix<int64_t> ids;    // k x 1: which rows
+  Matrix<int64_t> labels;  // n x 1: each point's nearest center (Euclidean; ties to the lower index)
+  double radius = 0;      // max over points of the Euclidean distance to the nearest center
+};
+
+/// k-center by farthest-point traversal (Gonzalez): the first center is the row the seed
+/// draws, each next one the point farthest from the centers so far (ties: the lower row), which
+/// gives a radius at most twice the optimal one. Each step is one pass of the backend's exact
+/// assignment against the newest center; the labels and the radius come from a last exact
+/// assignment against all k. Same errors as kmeans for X and k.
+KcenterResult kcenter(const Context& ctx, MatrixView<const float> X, int64_t k, uint64_t seed = 0);
+
 }  // namespace simkit

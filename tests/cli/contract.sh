@@ -168,7 +168,23 @@ else
   fail "kmeans: good run failed: $(cat stderr.txt)"
 fi
 
+# kcenter: the same contract, the radius last.
+KC() { "$simkit" kcenter "$@"; }
+bad "kcenter: k = 0"              "k must"                   -- KC --data base.fvecs -k 0 --centers out.npy
+bad "kcenter: k > n"              "exceeds"                  -- KC --data base.fvecs -k 51 --centers out.npy --labels out.ivecs
+bad "kcenter: NaN"                "nan"                      -- KC --data nan2.fvecs -k 1 --centers out.npy
+bad "kcenter: truncated"          "trunc.fvecs"              -- KC --data trunc.fvecs -k 2 --centers out.npy
+bad "kcenter: same output twice"  "same"                     -- KC --data base.fvecs -k 2 --centers out.npy --labels out.npy
 checks=$((checks + 1))
-expect_examples info gen pairwise knn kmeans demo "bench pairwise" "bench knn"
+if KC --data base.fvecs -k 5 --centers kc_c.npy --labels kc_l.ivecs --device cpu >stdout.txt 2>stderr.txt; then
+  tail -1 stdout.txt | grep -qE '^radius = [0-9.e+-]+$' || fail "kcenter: last line: $(tail -1 stdout.txt)"
+  [ "$(stat -c %s kc_l.ivecs)" -eq $((50 * 8)) ] || fail "kcenter: labels file size"
+  echo "ok   kcenter: $(tail -1 stdout.txt)"
+else
+  fail "kcenter: good run failed: $(cat stderr.txt)"
+fi
+
+checks=$((checks + 1))
+expect_examples info gen pairwise knn kmeans kcenter demo "bench pairwise" "bench knn" "bench kmeans"
 
 finish
