@@ -128,7 +128,7 @@ if [ -d "$root/.wn" ] && [ ! -f "$wordnet_npy" ] && { [ "$what" = all ] || [ "$w
   PYTHONUNBUFFERED=1 python3 "$root/scripts/embed-wordnet.py" --bundle "$root/.wn" --out "$wordnet_npy" 2>&1 |
     tail -6 | tee -a "$OUT/summary.txt"
 fi
-if [ -f "$wordnet_npy" ] && { [ "$what" = all ] || [ "$what" = wordnet ]; }; then
+if [ -f "$wordnet_npy" ] && { [ "$what" = all ] || [ "$what" = bench ] || [ "$what" = wordnet ]; }; then
   log "simkit kmeans on the WordNet embeddings, cosine, K = 1024, 25 iterations, GPU"
   /usr/bin/time -f "  wall %e s" "$build/apps/cli/simkit" kmeans --data "$wordnet_npy" -k 1024 --metric cosine \
     --iters 25 --seed 0 --centroids /tmp/wn_C.npy --labels /tmp/wn_L.npy --device gpu 2>&1 | tee -a "$OUT/summary.txt"
