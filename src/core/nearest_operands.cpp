@@ -5,7 +5,7 @@
 
 namespace simkit::detail {
 
-NearestOperands nearest_operands(MatrixView<const float> C, bool spherical) {
+NearestOperands nearest_operands(MatrixView<const float> C, bool spherical, const std::vector<float>* translation) {
   NearestOperands o;
   o.spherical = spherical;
   o.k = C.rows;
@@ -21,11 +21,15 @@ NearestOperands nearest_operands(MatrixView<const float> C, bool spherical) {
       for (int64_t i = 0; i < d; ++i) o.v[size_t(j * d + i)] = float(double(C(j, i)) * inv);
     }
   } else {
-    std::vector<double> mean(static_cast<size_t>(d), 0.0);
-    for (int64_t j = 0; j < k; ++j)
-      for (int64_t i = 0; i < d; ++i) mean[size_t(i)] += C(j, i);
-    o.t.resize(static_cast<size_t>(d));
-    for (int64_t i = 0; i < d; ++i) o.t[size_t(i)] = float(mean[size_t(i)] / double(k));
+    if (translation) {
+      o.t = *translation;
+    } else {
+      std::vector<double> mean(static_cast<size_t>(d), 0.0);
+      for (int64_t j = 0; j < k; ++j)
+        for (int64_t i = 0; i < d; ++i) mean[size_t(i)] += C(j, i);
+      o.t.resize(static_cast<size_t>(d));
+      for (int64_t i = 0; i < d; ++i) o.t[size_t(i)] = float(mean[size_t(i)] / double(k));
+    }
     o.a.resize(static_cast<size_t>(k));
     for (int64_t j = 0; j < k; ++j) {
       double sq = 0;

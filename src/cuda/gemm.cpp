@@ -29,9 +29,11 @@ struct Key {
   int64_t M, N, K, lda, ldb, ldc;
   uint32_t align_a, align_b, align_c;
   size_t workspace;
+  Precision precision;
   bool operator<(const Key& o) const {
-    return std::tie(device, M, N, K, lda, ldb, ldc, align_a, align_b, align_c, workspace) <
-           std::tie(o.device, o.M, o.N, o.K, o.lda, o.ldb, o.ldc, o.align_a, o.align_b, o.align_c, o.workspace);
+    return std::tie(device, M, N, K, lda, ldb, ldc, align_a, align_b, align_c, workspace, precision) <
+           std::tie(o.device, o.M, o.N, o.K, o.lda, o.ldb, o.ldc, o.align_a, o.align_b, o.align_c, o.workspace,
+                    o.precision);
   }
 };
 
@@ -50,7 +52,9 @@ struct Descriptors {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   explicit Descriptors(const Key& k) {
     try {
-      check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+      const cublasComputeType_t compute =
+          k.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      check_cublas(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
       const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
       check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
                    "cublasLtMatmulDescSetAttribute");
@@ -146,9 +150,10 @@ size_t gemm_workspace_bytes(size_t budget) {
 
 void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d, float alpha, const float* Q,
               int64_t ldq, const float* X, int64_t ldx, float* out, int64_t ldo, void* workspace,
-              size_t workspace_bytes) {
+              size_t workspace_bytes, Precision precision) {
   if (workspace == nullptr) workspace_bytes = 0;
-  const Key key{r.device, n, m, d, ldx, ldq, ldo, alignment_of(X), alignment_of(Q), alignment_of(out), workspace_bytes};
+  const Key key{r.device,        n,        m, d, ldx, ldq, ldo, alignment_of(X), alignment_of(Q), alignment_of(out),
+                workspace_bytes, precision};
   Choice choice{};
   bool found = false;
   {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "cuda/call.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/gemm.hpp"
 #include "cuda/kmeans/kmeans_kernels.hpp"
 #include "cuda/resources.hpp"
 
@@ -49,21 +51,35 @@ class CudaKmeansEngine final : public KmeansEngine {
     const int64_t n = X.rows, d = X.cols;
     if (n > INT_MAX)
       throw Error(ErrorCode::unsupported, "kmeans on the GPU: more than 2^31 - 1 points (" + std::to_string(n) + ")");
+    if (!spherical) {  // the points' mean, the translation of the fast pass (nearest_bound.hpp)
+      std::vector<double> mean(static_cast<size_t>(d), 0.0);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < d; ++j) mean[size_t(j)] += X(i, j);
+      translation_.resize(static_cast<size_t>(d));
+      for (int64_t j = 0; j < d; ++j) translation_[size_t(j)] = float(mean[size_t(j)] / double(n));
+    }
     Call call(ctx_);
     const size_t budget = working_budget(ctx_, call.r());
-    // Resident when the points, labels and costs plus one pass's scratch (at k = n, the most)
-    // fit; the scratch of the update at the largest k is about as large.
-    const size_t resident = size_t(n) * (size_t(d) * 4 + 12) + size_t(n) * kAssignBytesPerPoint +
+    // Resident when the points (and their translated copy), labels and costs plus one pass's
+    // scratch (at k = n, the most) fit; the update's scratch at the largest k is about as large.
+    const size_t copies = spherical ? 1 : 2;
+    const size_t resident = size_t(n) * (copies * size_t(d) * 4 + 12) + size_t(n) * kAssignBytesPerPoint +
                             update_scratch_bytes(n, std::min<int64_t>(n, 65536), d) + kPad;
     if (resident <= budget) {
       try {
         x_dev_.emplace(ctx_, X);
+        if (!spherical) {
+          u_dev_.emplace(ctx_, n, d);
+          float* t = carve_translation(call);
+          translate_rows(x_dev_->view().data, n, d, t, u_dev_->view().data, call.stream());
+          call.finish();
+        }
         labels_dev_.emplace(ctx_, n, 1);
         costs_dev_.emplace(ctx_, n, 1);
         return;
       } catch (const Error& e) {
         if (e.code() != ErrorCode::out_of_memory) throw;
-        x_dev_.reset(), labels_dev_.reset(), costs_dev_.reset();
+        x_dev_.reset(), u_dev_.reset(), labels_dev_.reset(), costs_dev_.reset();
       }
     }
     labels_host_.resize(size_t(n));
@@ -71,15 +87,19 @@ class CudaKmeansEngine final : public KmeansEngine {
   }
 
   double assign(MatrixView<const float> C) override {
-    const NearestOperands ops = nearest_operands(C, spherical_);
+    const NearestOperands ops = nearest_operands(C, spherical_, spherical_ ? nullptr : &translation_);
     const int64_t n = X_.rows, d = X_.cols, k = C.rows;
     Call call(ctx_);
     Resources& r = call.r();
     const cudaStream_t s = call.stream();
     const bool resident = x_dev_.has_value();
-    // Rows per pass: all of them when resident, else what the budget holds with their staging.
-    const size_t per_row = kAssignBytesPerPoint + (resident ? 0 : size_t(d) * 4 + 12);
-    const size_t fixed = centroid_bytes(k, d) + sum_scratch_bytes(n) + kPad;
+    // Rows per pass: all of them when resident, else what the budget holds with their staging
+    // (the points, their translated copy, labels and costs).
+    const size_t per_row = kAssignBytesPerPoint + (resident ? 0 : size_t(d) * 8 + 12);
+    const int64_t tile = product_tile_rows(k);
+    const size_t ws_bytes = fused() ? 0 : gemm_workspace_bytes(size_t(256) << 20);
+    const size_t fixed =
+        centroid_bytes(k, d) + sum_scratch_bytes(n) + (fused() ? 0 : size_t(tile) * size_t(k) * 4) + ws_bytes + kPad;
     int64_t rows = n;
     if (r.arena.capacity() < fixed + size_t(n) * per_row) {
       const size_t budget = working_budget(ctx_, r);
@@ -99,6 +119,9 @@ class CudaKmeansEngine final : public KmeansEngine {
     const size_t sum_bytes = sum_scratch_bytes(n);
     void* sum_scratch = carve.take<char>(sum_bytes);
     float* x_tile = resident ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
+    float* u_tile = resident || spherical_ ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
+    float* products = fused() ? nullptr : carve.take<float>(size_t(tile) * size_t(k));
+    void* workspace = ws_bytes ? carve.take<char>(ws_bytes) : nullptr;
     int32_t* labels_tile = resident ? labels_dev_->view().data : carve.take<int32_t>(size_t(rows));
     double* costs_tile = resident ? costs_dev_->view().data : carve.take<double>(size_t(rows));
 
@@ -107,11 +130,23 @@ class CudaKmeansEngine final : public KmeansEngine {
     for (int64_t r0 = 0; r0 < n; r0 += rows) {
       const int64_t m = std::min(rows, n - r0);
       const float* x = resident ? x_dev_->view().data + r0 * d : x_tile;
+      const float* u = spherical_ ? x : (resident ? u_dev_->view().data + r0 * d : u_tile);
       int32_t* labels = resident ? labels_tile + r0 : labels_tile;
       double* costs = resident ? costs_tile + r0 : costs_tile;
-      if (!resident) upload(x_tile, X_.row(r0), size_t(m) * size_t(d) * 4, s);
+      if (!resident) {
+        upload(x_tile, X_.row(r0), size_t(m) * size_t(d) * 4, s);
+        if (!spherical_) translate_rows(x_tile, m, d, cent.t, u_tile, s);
+      }
       check_cuda(cudaMemsetAsync(count, 0, sizeof(int), s), "cudaMemsetAsync");
-      nearest_candidates(x, m, d, cent, cand, worst, s);
+      if (fused()) {
+        nearest_candidates(x, m, d, cent, cand, worst, s);
+      } else {
+        for (int64_t p0 = 0; p0 < m; p0 += tile) {
+          const int64_t pm = std::min(tile, m - p0);
+          dot_tile(r, s, pm, k, d, 1.0f, u + p0 * d, d, cent.v, d, products, k, workspace, ws_bytes, Precision::tf32);
+          select_candidates(products, k, pm, k, cent.a, cent.b, cand + p0 * kNearestCandidates, worst + p0, s);
+        }
+      }
       certify_candidates(x, m, d, cent, spherical_, cand, worst, labels, costs, unsettled, count, s);
       rank_exact(x, d, cent, spherical_, unsettled, count, labels, costs, s);
       int tile_unsettled = 0;
@@ -183,6 +218,32 @@ class CudaKmeansEngine final : public KmeansEngine {
   AssignStats stats() const override { return stats_; }
 
  private:
+  /// SIMKIT_KMEANS_FUSED=1: the fused WMMA kernel instead of cuBLAS tiles (for comparison).
+  static bool fused() {
+    static const bool on = [] {
+      const char* v = std::getenv("SIMKIT_KMEANS_FUSED");
+      return v && std::string(v) == "1";
+    }();
+    return on;
+  }
+
+  /// Points per product tile: 8M floats (32 MiB), which the H100's 50 MiB L2 holds between
+  /// cuBLAS writing it and the selection reading it.
+  static int64_t product_tile_rows(int64_t k) {
+    return std::max<int64_t>(128, (int64_t{1} << 23) / std::max<int64_t>(1, k) / 128 * 128);
+  }
+
+  /// The translation in the call's arena, uploaded.
+  float* carve_translation(Call& call) {
+    Resources& r = call.r();
+    const size_t bytes = translation_.size() * 4 + kPad;
+    if (r.arena.capacity() < bytes) r.arena.reserve(bytes, std::max(bytes, working_budget(ctx_, r)));
+    Carver carve(r.arena);
+    float* t = carve.take<float>(translation_.size());
+    upload(t, translation_.data(), translation_.size() * 4, call.stream());
+    return t;
+  }
+
   NearestCentroids upload_centroids(const NearestOperands& ops, MatrixView<const float> C, Carver& carve,
                                     cudaStream_t s) const {
     const size_t kd = size_t(ops.k) * size_t(ops.d);
@@ -207,7 +268,9 @@ class CudaKmeansEngine final : public KmeansEngine {
   Context ctx_;
   MatrixView<const float> X_;
   bool spherical_;
+  std::vector<float> translation_;  // sqeuclidean: the points' mean
   std::optional<DeviceMatrix<float>> x_dev_;
+  std::optional<DeviceMatrix<float>> u_dev_;  // sqeuclidean: x - translation
   std::optional<DeviceMatrix<int32_t>> labels_dev_;
   std::optional<DeviceMatrix<double>> costs_dev_;
   std::vector<int32_t> labels_host_;  // streamed mode

@@ -35,6 +35,14 @@ struct NearestCentroids {
 void nearest_candidates(const float* X, int64_t n, int64_t d, const NearestCentroids& c, int32_t* cand, float* worst,
                         cudaStream_t stream);
 
+/// The tiled alternative to nearest_candidates: S holds rows x k TF32 products u_i . v_j
+/// (stride lds, from dot_tile); the same outputs for those rows.
+void select_candidates(const float* S, int64_t lds, int64_t rows, int64_t k, const float* a, float b, int32_t* cand,
+                       float* worst, cudaStream_t stream);
+
+/// U = X - t, row by row (rows x d, t has d values).
+void translate_rows(const float* X, int64_t rows, int64_t d, const float* t, float* U, cudaStream_t stream);
+
 /// The certificate for rows [0, n): settled rows get labels[i] and costs[i]; the others are
 /// appended to `unsettled` (count at *unsettled_count, which the caller zeroes).
 void certify_candidates(const float* X, int64_t n, int64_t d, const NearestCentroids& c, bool spherical,

@@ -15,6 +15,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/kmeans/kmeans_kernels.hpp"
+#include "cuda/kmeans/shortlist.cuh"
 
 namespace simkit::detail::cuda {
 
@@ -40,31 +41,6 @@ struct CandidatePolicy {
 
 using Policy = CandidatePolicy<128, 128, 32, 2, 4>;
 constexpr int M = kNearestCandidates;
-
-/// The M smallest (key, id) pairs offered, in (key, id) order: the same list whatever the order
-/// of the offers, so the threads of a point agree after merging.
-struct Shortlist {
-  float key[M];
-  int id[M];
-  __device__ void clear() {
-#pragma unroll
-    for (int q = 0; q < M; ++q) key[q] = __int_as_float(0x7f800000), id[q] = -1;
-  }
-  __device__ bool wants(float k, int i) const {
-    return k < key[M - 1] || (k == key[M - 1] && unsigned(i) < unsigned(id[M - 1]));
-  }
-  __device__ void offer(float k, int i) {
-#pragma unroll
-    for (int q = 0; q < M; ++q) {
-      if (k < key[q] || (k == key[q] && unsigned(i) < unsigned(id[q]))) {
-        const float tk = key[q];
-        const int ti = id[q];
-        key[q] = k, id[q] = i;
-        k = tk, i = ti;
-      }
-    }
-  }
-};
 
 template <class P, bool kTranslate>
 __global__ void __launch_bounds__(P::kThreads, 2)

@@ -1,0 +1,80 @@
+// The selection half of k-means' tiled candidate pass (kmeans_kernels.hpp): cuBLAS has written
+// a tile of TF32 products s_ij (rows x k, L2-sized); a warp per point folds its row into
+// kNearestCandidates smallest keys a_j + b s_ij. Each lane keeps a list over its columns
+// (j = lane, lane + 32, ...: coalesced), then the warp pops the smallest head kNearestCandidates
+// times. A pair a lane dropped had kNearestCandidates smaller ones in that lane, so the pops are
+// the row's true smallest keys, and every other key is at least the last one popped.
+#include <algorithm>
+
+#include "cuda/check.hpp"
+#include "cuda/kmeans/kmeans_kernels.hpp"
+#include "cuda/kmeans/shortlist.cuh"
+
+namespace simkit::detail::cuda {
+
+namespace {
+
+constexpr int kBlock = 256, kWarps = kBlock / 32;
+
+template <bool kHasA>
+__global__ void __launch_bounds__(kBlock)
+    select_candidates_kernel(const float* __restrict__ S, int64_t lds, int64_t rows, int k, const float* __restrict__ A,
+                             float b, int32_t* __restrict__ cand, float* __restrict__ worst) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32; r < rows; r += int64_t(gridDim.x) * kWarps) {
+    const float* s = S + r * lds;
+    Shortlist list;
+    list.clear();
+    for (int j = lane; j < k; j += 32) {
+      const float key = (kHasA ? A[j] : 0.0f) + b * s[j];
+      if (list.wants(key, j)) list.offer(key, j);
+    }
+    float mine_key = 0;
+    int mine_id = -1;
+#pragma unroll
+    for (int q = 0; q < kNearestCandidates; ++q) {
+      float best_key = list.key[0];
+      int best_id = list.id[0];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float other_key = __shfl_xor_sync(0xffffffffu, best_key, o);
+        const int other_id = __shfl_xor_sync(0xffffffffu, best_id, o);
+        if (other_key < best_key || (other_key == best_key && unsigned(other_id) < unsigned(best_id)))
+          best_key = other_key, best_id = other_id;
+      }
+      if (best_id >= 0 && list.id[0] == best_id) list.pop_front();  // ids are unique to a lane
+      if (lane == q) mine_key = best_key, mine_id = best_id;
+    }
+    if (lane < kNearestCandidates) cand[r * kNearestCandidates + lane] = mine_id;
+    if (lane == kNearestCandidates - 1) worst[r] = mine_key;
+  }
+}
+
+}  // namespace
+
+void select_candidates(const float* S, int64_t lds, int64_t rows, int64_t k, const float* a, float b, int32_t* cand,
+                       float* worst, cudaStream_t stream) {
+  if (rows <= 0) return;
+  const int grid = int(std::min<int64_t>((rows + kWarps - 1) / kWarps, 65536));
+  if (a)
+    select_candidates_kernel<true><<<grid, kBlock, 0, stream>>>(S, lds, rows, int(k), a, b, cand, worst);
+  else
+    select_candidates_kernel<false><<<grid, kBlock, 0, stream>>>(S, lds, rows, int(k), a, b, cand, worst);
+  check_launch("select_candidates_kernel");
+}
+
+__global__ void translate_rows_kernel(const float* __restrict__ X, int64_t count, int64_t d,
+                                      const float* __restrict__ t, float* __restrict__ U) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x)
+    U[e] = X[e] - t[e % d];
+}
+
+void translate_rows(const float* X, int64_t rows, int64_t d, const float* t, float* U, cudaStream_t stream) {
+  const int64_t count = rows * d;
+  if (count <= 0) return;
+  const int grid = int(std::min<int64_t>((count + kBlock - 1) / kBlock, 65536));
+  translate_rows_kernel<<<grid, kBlock, 0, stream>>>(X, count, d, t, U);
+  check_launch("translate_rows_kernel");
+}
+
+}  // namespace simkit::detail::cuda
