@@ -96,8 +96,11 @@ class CudaKmeansEngine final : public KmeansEngine {
     // Rows per pass: all of them when resident, else what the budget holds with their staging
     // (the points, their translated copy, labels and costs).
     const size_t per_row = kAssignBytesPerPoint + (resident ? 0 : size_t(d) * 8 + 12);
-    const int64_t tile = product_tile_rows(k);
-    const size_t ws_bytes = fused() ? 0 : gemm_workspace_bytes(size_t(256) << 20);
+    // The product tile and cuBLAS's workspace: L2-sized, less when the budget is small.
+    const size_t budget_now = ctx_.gpu_memory_budget ? ctx_.gpu_memory_budget : size_t(1) << 40;
+    int64_t tile = product_tile_rows(k);
+    while (tile > 128 && size_t(tile) * size_t(k) * 4 > budget_now / 4) tile /= 2;
+    const size_t ws_bytes = fused() ? 0 : gemm_workspace_bytes(budget_now);
     const size_t fixed =
         centroid_bytes(k, d) + sum_scratch_bytes(n) + (fused() ? 0 : size_t(tile) * size_t(k) * 4) + ws_bytes + kPad;
     int64_t rows = n;
