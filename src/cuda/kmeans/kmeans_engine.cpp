@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -100,9 +99,8 @@ class CudaKmeansEngine final : public KmeansEngine {
     const size_t budget_now = ctx_.gpu_memory_budget ? ctx_.gpu_memory_budget : size_t(1) << 40;
     int64_t tile = product_tile_rows(k);
     while (tile > 128 && size_t(tile) * size_t(k) * 4 > budget_now / 4) tile /= 2;
-    const size_t ws_bytes = fused() ? 0 : gemm_workspace_bytes(budget_now);
-    const size_t fixed =
-        centroid_bytes(k, d) + sum_scratch_bytes(n) + (fused() ? 0 : size_t(tile) * size_t(k) * 4) + ws_bytes + kPad;
+    const size_t ws_bytes = gemm_workspace_bytes(budget_now);
+    const size_t fixed = centroid_bytes(k, d) + sum_scratch_bytes(n) + size_t(tile) * size_t(k) * 4 + ws_bytes + kPad;
     int64_t rows = n;
     if (r.arena.capacity() < fixed + size_t(n) * per_row) {
       const size_t budget = working_budget(ctx_, r);
@@ -123,7 +121,7 @@ class CudaKmeansEngine final : public KmeansEngine {
     void* sum_scratch = carve.take<char>(sum_bytes);
     float* x_tile = resident ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
     float* u_tile = resident || spherical_ ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
-    float* products = fused() ? nullptr : carve.take<float>(size_t(tile) * size_t(k));
+    float* products = carve.take<float>(size_t(tile) * size_t(k));
     void* workspace = ws_bytes ? carve.take<char>(ws_bytes) : nullptr;
     int32_t* labels_tile = resident ? labels_dev_->view().data : carve.take<int32_t>(size_t(rows));
     double* costs_tile = resident ? costs_dev_->view().data : carve.take<double>(size_t(rows));
@@ -141,14 +139,10 @@ class CudaKmeansEngine final : public KmeansEngine {
         if (!spherical_) translate_rows(x_tile, m, d, cent.t, u_tile, s);
       }
       check_cuda(cudaMemsetAsync(count, 0, sizeof(int), s), "cudaMemsetAsync");
-      if (fused()) {
-        nearest_candidates(x, m, d, cent, cand, worst, s);
-      } else {
-        for (int64_t p0 = 0; p0 < m; p0 += tile) {
-          const int64_t pm = std::min(tile, m - p0);
-          dot_tile(r, s, pm, k, d, 1.0f, u + p0 * d, d, cent.v, d, products, k, workspace, ws_bytes, Precision::tf32);
-          select_candidates(products, k, pm, k, cent.a, cent.b, cand + p0 * kNearestCandidates, worst + p0, s);
-        }
+      for (int64_t p0 = 0; p0 < m; p0 += tile) {
+        const int64_t pm = std::min(tile, m - p0);
+        dot_tile(r, s, pm, k, d, 1.0f, u + p0 * d, d, cent.v, d, products, k, workspace, ws_bytes, Precision::tf32);
+        select_candidates(products, k, pm, k, cent.a, cent.b, cand + p0 * kNearestCandidates, worst + p0, s);
       }
       certify_candidates(x, m, d, cent, spherical_, cand, worst, labels, costs, unsettled, count, s);
       rank_exact(x, d, cent, spherical_, unsettled, count, labels, costs, s);
@@ -221,15 +215,6 @@ class CudaKmeansEngine final : public KmeansEngine {
   AssignStats stats() const override { return stats_; }
 
  private:
-  /// SIMKIT_KMEANS_FUSED=1: the fused WMMA kernel instead of cuBLAS tiles (for comparison).
-  static bool fused() {
-    static const bool on = [] {
-      const char* v = std::getenv("SIMKIT_KMEANS_FUSED");
-      return v && std::string(v) == "1";
-    }();
-    return on;
-  }
-
   /// Points per product tile: 8M floats (32 MiB), which the H100's 50 MiB L2 holds between
   /// cuBLAS writing it and the selection reading it.
   static int64_t product_tile_rows(int64_t k) {
