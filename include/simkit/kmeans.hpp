@@ -63,13 +63,13 @@ struct KmeansParams {
 };
 
 struct KmeansResult {
-  Matrix<float> centroids;      // k x d
-  Matrix<int64_t> labels;       // n x 1: each point's nearest centroid at `centroids`
-  double inertia = 0;           // of every point at `centroids`
-  int iterations = 0;           // Lloyd updates made
-  std::vector<double> history;  // the training inertia at each assignment, first to last
-  int64_t empty_reseeded = 0;   // clusters that emptied and were re-seeded (farthest points)
-  int64_t assignments = 0;           // point assignments made, seeding included
+  Matrix<float> centroids;            // k x d
+  Matrix<int64_t> labels;             // n x 1: each point's nearest centroid at `centroids`
+  double inertia = 0;                 // of every point at `centroids`
+  int iterations = 0;                 // Lloyd updates made
+  std::vector<double> history;        // the training inertia at each assignment, first to last
+  int64_t empty_reseeded = 0;         // clusters that emptied and were re-seeded (farthest points)
+  int64_t assignments = 0;            // point assignments made, seeding included
   int64_t points_ranked_exactly = 0;  // of them, those the fast product could not settle
 };
 
@@ -79,10 +79,10 @@ struct KmeansResult {
 KmeansResult kmeans(const Context& ctx, MatrixView<const float> X, const KmeansParams& params);
 
 struct KcenterResult {
-  Matrix<float> centers;  // k x d: rows of X, in the order chosen
-  Matrix<int64_t> ids;    // k x 1: which rows
+  Matrix<float> centers;   // k x d: rows of X, in the order chosen
+  Matrix<int64_t> ids;     // k x 1: which rows
   Matrix<int64_t> labels;  // n x 1: each point's nearest center (Euclidean; ties to the lower index)
-  double radius = 0;      // max over points of the Euclidean distance to the nearest center
+  double radius = 0;       // max over points of the Euclidean distance to the nearest center
 };
 
 /// k-center by farthest-point traversal (Gonzalez): the first center is the row the seed
