@@ -51,11 +51,20 @@ class CudaKmeansEngine final : public KmeansEngine {
     if (n > INT_MAX)
       throw Error(ErrorCode::unsupported, "kmeans on the GPU: more than 2^31 - 1 points (" + std::to_string(n) + ")");
     if (!spherical) {  // the points' mean, the translation of the fast pass (nearest_bound.hpp)
-      std::vector<double> mean(static_cast<size_t>(d), 0.0);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < d; ++j) mean[size_t(j)] += X(i, j);
+      // Fixed blocks of rows summed in parallel, then in order: the same bits on any thread count.
+      constexpr int64_t kRowsPerBlock = 4096;
+      const int64_t blocks = (n + kRowsPerBlock - 1) / kRowsPerBlock;
+      std::vector<double> partial(static_cast<size_t>(blocks * d), 0.0);
+#pragma omp parallel for schedule(static)
+      for (int64_t blk = 0; blk < blocks; ++blk)
+        for (int64_t i = blk * kRowsPerBlock; i < std::min(n, (blk + 1) * kRowsPerBlock); ++i)
+          for (int64_t j = 0; j < d; ++j) partial[size_t(blk * d + j)] += X(i, j);
       translation_.resize(static_cast<size_t>(d));
-      for (int64_t j = 0; j < d; ++j) translation_[size_t(j)] = float(mean[size_t(j)] / double(n));
+      for (int64_t j = 0; j < d; ++j) {
+        double sum = 0;
+        for (int64_t blk = 0; blk < blocks; ++blk) sum += partial[size_t(blk * d + j)];
+        translation_[size_t(j)] = float(sum / double(n));
+      }
     }
     Call call(ctx_);
     const size_t budget = working_budget(ctx_, call.r());
