@@ -84,7 +84,6 @@ inline ReferenceKnn reference_knn(const Matrix<float>& Q, const Matrix<float>& X
 
 enum class Distribution { uniform, gaussian };
 
-/// Fresh random rows; uniform in [-1, 1) or standard normal.
 /// rows x d points uniform in the unit cube [0, 1)^d (the Gauss transform tests' domain).
 inline Matrix<float> uniform_points(int64_t rows, int64_t d, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -94,6 +93,7 @@ inline Matrix<float> uniform_points(int64_t rows, int64_t d, uint32_t seed) {
   return m;
 }
 
+/// Fresh random rows; uniform in [-1, 1) or standard normal.
 inline Matrix<float> random_matrix(int64_t rows, int64_t cols, uint64_t seed,
                                    Distribution dist = Distribution::uniform) {
   Matrix<float> m(rows, cols);

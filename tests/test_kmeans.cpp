@@ -161,6 +161,47 @@ TEST_P(KmeansTest, AssignmentIsExactOnTiesNearTiesAndFarFromOrigin) {
       }
 }
 
+// The GPU keeps eight candidates per point from chunks of 1024 centroids (read four at a time
+// when k % 4 == 0) and merges keys tied at its threshold in rounds of 24; the CPU keeps two per
+// 1024. Forty copies of one centroid, spread over both chunks, tie for second place behind a
+// unique nearest centroid for 200 points placed between them: the selection must keep the
+// unique one through the rounds (or those points could not be settled without ranking every
+// centroid), and every label is the float64 argmin, the lowest id among the copies included.
+TEST_P(KmeansTest, ManyTiedCentroidsAcrossChunks) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const int64_t n = 2500, d = 24, near = 200;
+  for (int64_t k : {2048, 1029})
+    for (Metric metric : {Metric::sqeuclidean, Metric::cosine}) {
+      Matrix<float> C = random_matrix(k, d, 81 + uint64_t(k));
+      Matrix<float> X = random_matrix(n, d, 82 + uint64_t(k));
+      const Matrix<float> w = random_matrix(1, d, 83, Distribution::gaussian);
+      const Matrix<float> noise = random_matrix(near, d, 84, Distribution::gaussian);
+      int64_t copies = 0;
+      for (int64_t id = 57; id < k && copies < 40; id += 25, ++copies)
+        for (int64_t j = 0; j < d; ++j) C(id, j) = C(7, j);
+      for (int64_t j = 0; j < d; ++j) C(3, j) = C(7, j) + 0.06f * w(0, j);
+      for (int64_t i = 0; i < near; ++i)
+        for (int64_t j = 0; j < d; ++j) X(i, j) = C(7, j) + 0.04f * w(0, j) + 0.001f * noise(i, j);
+      KmeansParams p;
+      p.k = k;
+      p.metric = metric;
+      p.init = KmeansInit::given;
+      p.initial = C.view();
+      p.max_iterations = 0;
+      const KmeansResult r = kmeans(context(), X.view(), p);
+      const std::string label = std::string(to_string(metric)) + " k " + std::to_string(k);
+      int64_t wrong = 0, near_wrong = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t want = nearest_exact(&X(i, 0), C, metric);
+        wrong += r.labels(i, 0) != want;
+        near_wrong += i < near && want != 3;
+      }
+      EXPECT_EQ(near_wrong, 0) << label << ": the test's geometry (centroid 3 nearest to the placed points)";
+      EXPECT_EQ(wrong, 0) << label;
+      EXPECT_LT(r.points_ranked_exactly, near / 2) << label << ": the tied copies crowded out the nearest centroid";
+    }
+}
+
 TEST_P(KmeansTest, PlusPlusBeatsRandomOnClusteredData) {
   SIMKIT_REQUIRE_BACKEND(backend());
   // 40 tight blobs: random seeding leaves some blobs without a centroid and some with two.

@@ -30,8 +30,8 @@ namespace {
 
 constexpr size_t kPad = 16 * Carver::alignment;  // slack for the carver's rounding
 
-/// Per-point device bytes of one assignment's scratch: candidates, worst key, unsettled list.
-constexpr size_t kAssignBytesPerPoint = kNearestCandidates * 4 + 4 + 4;
+/// Per-point device bytes of one assignment's scratch: candidates and their keys, unsettled list.
+constexpr size_t kAssignBytesPerPoint = kNearestCandidates * 8 + 4;
 
 size_t centroid_bytes(int64_t k, int64_t d) { return size_t(k) * size_t(d) * 8 + size_t(k + d) * 4; }
 
@@ -122,7 +122,7 @@ class CudaKmeansEngine final : public KmeansEngine {
     Carver carve(r.arena);
     NearestCentroids cent = upload_centroids(ops, C, carve, s);
     int32_t* cand = carve.take<int32_t>(size_t(rows) * kNearestCandidates);
-    float* worst = carve.take<float>(size_t(rows));
+    float* keys = carve.take<float>(size_t(rows) * kNearestCandidates);
     int32_t* unsettled = carve.take<int32_t>(size_t(rows));
     int* count = carve.take<int>(1);
     double* sum = carve.take<double>(1);
@@ -151,9 +151,10 @@ class CudaKmeansEngine final : public KmeansEngine {
       for (int64_t p0 = 0; p0 < m; p0 += tile) {
         const int64_t pm = std::min(tile, m - p0);
         dot_tile(r, s, pm, k, d, 1.0f, u + p0 * d, d, cent.v, d, products, k, workspace, ws_bytes, Precision::tf32);
-        select_candidates(products, k, pm, k, cent.a, cent.b, cand + p0 * kNearestCandidates, worst + p0, s);
+        select_candidates(products, k, pm, k, cent.a, cent.b, cand + p0 * kNearestCandidates,
+                          keys + p0 * kNearestCandidates, s);
       }
-      certify_candidates(x, m, d, cent, spherical_, cand, worst, labels, costs, unsettled, count, s);
+      certify_candidates(x, m, d, cent, spherical_, cand, keys, labels, costs, unsettled, count, s);
       rank_exact(x, d, cent, spherical_, unsettled, count, labels, costs, s);
       int tile_unsettled = 0;
       download(&tile_unsettled, count, sizeof(int), s);

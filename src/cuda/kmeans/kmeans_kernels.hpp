@@ -33,10 +33,11 @@ struct NearestCentroids {
 };
 
 /// S holds rows x k TF32 products u_i . v_j (stride lds, from dot_tile, Precision::tf32):
-/// cand[i * kNearestCandidates + q], the row's candidates by approximate key a_j + b s_ij (-1
-/// past k), and worst[i], the largest approximate key kept.
+/// cand[i * kNearestCandidates + q] and keys[i * kNearestCandidates + q], the row's
+/// kNearestCandidates smallest approximate keys a_j + b s_ij with their centroids, ascending in
+/// (key, id) (past k: id -1, key +inf).
 void select_candidates(const float* S, int64_t lds, int64_t rows, int64_t k, const float* a, float b, int32_t* cand,
-                       float* worst, cudaStream_t stream);
+                       float* keys, cudaStream_t stream);
 
 /// U = X - t, row by row (rows x d, t has d values).
 void translate_rows(const float* X, int64_t rows, int64_t d, const float* t, float* U, cudaStream_t stream);
@@ -44,7 +45,7 @@ void translate_rows(const float* X, int64_t rows, int64_t d, const float* t, flo
 /// The certificate for rows [0, n): settled rows get labels[i] and costs[i]; the others are
 /// appended to `unsettled` (count at *unsettled_count, which the caller zeroes).
 void certify_candidates(const float* X, int64_t n, int64_t d, const NearestCentroids& c, bool spherical,
-                        const int32_t* cand, const float* worst, int32_t* labels, double* costs, int32_t* unsettled,
+                        const int32_t* cand, const float* keys, int32_t* labels, double* costs, int32_t* unsettled,
                         int* unsettled_count, cudaStream_t stream);
 
 /// Labels and costs of the rows listed in unsettled[0 .. *unsettled_count), ranked exactly.
