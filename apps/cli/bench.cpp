@@ -181,7 +181,7 @@ void add_bench_command(CLI::App& app) {
       "kmeans",
       "Lloyd's k-means: 1,000,000 x 128 clustered with K = 1024, the WordNet MiniLM embeddings (117,659 x 384, "
       "cosine) with K = 1024, 100,000 x 128 with K = 256; time per iteration, GFLOP/s, inertia, labels checked");
-  add_common_options(km_cmd, *km, "timed runs of each of T(0), T(1), T(iters) (default 10 on the GPU, 3 on the CPU)",
+  add_common_options(km_cmd, *km, "timed runs of each of T(0) and T(iters) (default 10 on the GPU, 3 on the CPU)",
                      "untimed runs before the timed ones (default 1 on the GPU, 0 on the CPU)");
   km_cmd->add_option("--cases", km->cases, "which cases: synthetic, wordnet, small")->capture_default_str();
   km_cmd->add_option("--iters", km->iterations, "Lloyd iterations of the full run")
