@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -100,6 +101,7 @@ class CudaKmeansEngine final : public KmeansEngine {
     Call call(ctx_);
     Resources& r = call.r();
     const cudaStream_t s = call.stream();
+    const cudaStream_t sel = overlap_products() ? call.select_stream() : s;
     const bool resident = x_dev_.has_value();
     // Rows per pass: all of them when resident, else what the budget holds with their staging
     // (the points, their translated copy, labels and costs).
@@ -107,9 +109,10 @@ class CudaKmeansEngine final : public KmeansEngine {
     // The product tile and cuBLAS's workspace: L2-sized, less when the budget is small.
     const size_t budget_now = ctx_.gpu_memory_budget ? ctx_.gpu_memory_budget : size_t(1) << 40;
     int64_t tile = product_tile_rows(k);
-    while (tile > 128 && size_t(tile) * size_t(k) * 4 > budget_now / 4) tile /= 2;
+    while (tile > 128 && size_t(tile) * size_t(k) * 4 > budget_now / 8) tile /= 2;
     const size_t ws_bytes = gemm_workspace_bytes(budget_now);
-    const size_t fixed = centroid_bytes(k, d) + sum_scratch_bytes(n) + size_t(tile) * size_t(k) * 4 + ws_bytes + kPad;
+    const size_t fixed =
+        centroid_bytes(k, d) + sum_scratch_bytes(n) + 2 * size_t(tile) * size_t(k) * 4 + ws_bytes + kPad;
     int64_t rows = n;
     if (r.arena.capacity() < fixed + size_t(n) * per_row) {
       const size_t budget = working_budget(ctx_, r);
@@ -130,7 +133,7 @@ class CudaKmeansEngine final : public KmeansEngine {
     void* sum_scratch = carve.take<char>(sum_bytes);
     float* x_tile = resident ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
     float* u_tile = resident || spherical_ ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
-    float* products = carve.take<float>(size_t(tile) * size_t(k));
+    float* products[2] = {carve.take<float>(size_t(tile) * size_t(k)), carve.take<float>(size_t(tile) * size_t(k))};
     void* workspace = ws_bytes ? carve.take<char>(ws_bytes) : nullptr;
     int32_t* labels_tile = resident ? labels_dev_->view().data : carve.take<int32_t>(size_t(rows));
     double* costs_tile = resident ? costs_dev_->view().data : carve.take<double>(size_t(rows));
@@ -148,12 +151,21 @@ class CudaKmeansEngine final : public KmeansEngine {
         if (!spherical_) translate_rows(x_tile, m, d, cent.t, u_tile, s);
       }
       check_cuda(cudaMemsetAsync(count, 0, sizeof(int), s), "cudaMemsetAsync");
-      for (int64_t p0 = 0; p0 < m; p0 += tile) {
+      // Two product buffers: the selection of one tile (select stream) runs beside the
+      // products of the next (main stream).
+      for (int64_t p0 = 0, t = 0; p0 < m; p0 += tile, ++t) {
         const int64_t pm = std::min(tile, m - p0);
-        dot_tile(r, s, pm, k, d, 1.0f, u + p0 * d, d, cent.v, d, products, k, workspace, ws_bytes, Precision::tf32);
-        select_candidates(products, k, pm, k, cent.a, cent.b, cand + p0 * kNearestCandidates,
-                          keys + p0 * kNearestCandidates, s);
+        SlotEvents& ev = r.slot[t & 1];
+        check_cuda(cudaStreamWaitEvent(s, ev.selected, 0), "cudaStreamWaitEvent");  // its last reader
+        dot_tile(r, s, pm, k, d, 1.0f, u + p0 * d, d, cent.v, d, products[t & 1], k, workspace, ws_bytes,
+                 Precision::tf32);
+        check_cuda(cudaEventRecord(ev.computed, s), "cudaEventRecord");
+        check_cuda(cudaStreamWaitEvent(sel, ev.computed, 0), "cudaStreamWaitEvent");
+        select_candidates(products[t & 1], k, pm, k, cent.a, cent.b, cand + p0 * kNearestCandidates,
+                          keys + p0 * kNearestCandidates, sel);
+        check_cuda(cudaEventRecord(ev.selected, sel), "cudaEventRecord");
       }
+      stream_wait(s, sel, r.join[0]);
       certify_candidates(x, m, d, cent, spherical_, cand, keys, labels, costs, unsettled, count, s);
       rank_exact(x, d, cent, spherical_, unsettled, count, labels, costs, s);
       int tile_unsettled = 0;
@@ -225,10 +237,15 @@ class CudaKmeansEngine final : public KmeansEngine {
   AssignStats stats() const override { return stats_; }
 
  private:
-  /// Points per product tile: 8M floats (32 MiB), which the H100's 50 MiB L2 holds between
-  /// cuBLAS writing it and the selection reading it.
+  /// Points per product tile (there are two): EXPERIMENT, SIMKIT_KM_TILE_LOG2 floats each.
   static int64_t product_tile_rows(int64_t k) {
-    return std::max<int64_t>(128, (int64_t{1} << 23) / std::max<int64_t>(1, k) / 128 * 128);
+    const char* e = std::getenv("SIMKIT_KM_TILE_LOG2");
+    const int lg = e ? std::atoi(e) : 22;
+    return std::max<int64_t>(128, (int64_t{1} << lg) / std::max<int64_t>(1, k) / 128 * 128);
+  }
+  static bool overlap_products() {
+    const char* e = std::getenv("SIMKIT_KM_OVERLAP");
+    return !e || std::atoi(e) != 0;
   }
 
   /// The translation in the call's arena, uploaded.

@@ -9,8 +9,8 @@
 //      bitonic sort across the lanes), or the largest key kept so far if that is smaller: at
 //      least kNearestCandidates keys are <= T, so no key above T can be among the best;
 //   2. the keys <= T (about ten of 1024 on random rows: T sits near the 1% quantile) are
-//      compacted, with the kept list, into 32 slots in shared memory and sorted across the
-//      lanes; the first kNearestCandidates are the new kept list.
+//      compacted by ballots, with the kept list, into 32 slots in shared memory and sorted
+//      across the lanes; the first kNearestCandidates are the new kept list.
 // When more than 32 - kNearestCandidates keys tie at or below T (duplicated centroids), step 2
 // repeats over them in rounds, so the result never depends on how many there are.
 #include <algorithm>
@@ -124,29 +124,25 @@ __global__ void __launch_bounds__(kBlock)
       const float minima = sort_across_lanes(lane_min, lane);
       const float bar = fminf(__shfl_sync(kAll, minima, kNearestCandidates - 1),
                               __shfl_sync(kAll, kept_key, kNearestCandidates - 1));
-      int mine = 0;
-#pragma unroll
-      for (int q = 0; q < kPerLane; ++q) mine += key[q] <= bar;
-      int upto = mine;  // inclusive prefix count over the lanes
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(kAll, upto, o);
-        if (lane >= o) upto += t;
-      }
-      const int total = __shfl_sync(kAll, upto, 31);
-      for (int done = 0; done < total; done += kFresh) {
+      // Keys <= bar go to slots kNearestCandidates.. in (q, lane) order: a ballot per q finds
+      // them (most ballots are empty) and gives each its place, rounds of kFresh at a time.
+      const unsigned below = (1u << lane) - 1u;
+      for (int done = 0;; done += kFresh) {
         slot_key[warp][lane] = lane < kNearestCandidates ? kept_key : inf();
         slot_id[warp][lane] = lane < kNearestCandidates ? kept_id : -1;
         __syncwarp();
-        int at = upto - mine;  // this lane's first key in the warp's order of keys <= bar
+        int seen = 0;  // keys <= bar before this q, over the warp
 #pragma unroll
         for (int q = 0; q < kPerLane; ++q) {
-          if (key[q] <= bar) {
-            if (at >= done && at < done + kFresh) {
-              slot_key[warp][kNearestCandidates + at - done] = key[q];
-              slot_id[warp][kNearestCandidates + at - done] = column<kVector>(c0, lane, q);
+          const bool hit = key[q] <= bar;
+          const unsigned hits = __ballot_sync(kAll, hit);
+          if (hits) {
+            const int at = seen + __popc(hits & below) - done;
+            if (hit && at >= 0 && at < kFresh) {
+              slot_key[warp][kNearestCandidates + at] = key[q];
+              slot_id[warp][kNearestCandidates + at] = column<kVector>(c0, lane, q);
             }
-            ++at;
+            seen += __popc(hits);
           }
         }
         __syncwarp();
@@ -154,6 +150,7 @@ __global__ void __launch_bounds__(kBlock)
         kept_id = slot_id[warp][lane];
         __syncwarp();  // read before the next round writes
         sort_across_lanes(kept_key, kept_id, lane);
+        if (done + kFresh >= seen) break;
       }
     }
     if (lane < kNearestCandidates) {
