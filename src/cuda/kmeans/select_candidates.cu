@@ -14,6 +14,7 @@
 // When more than 32 - kNearestCandidates keys tie at or below T (duplicated centroids), step 2
 // repeats over them in rounds, so the result never depends on how many there are.
 #include <algorithm>
+#include <cstdlib>
 
 #include "cuda/check.hpp"
 #include "cuda/kmeans/kmeans_kernels.hpp"
@@ -104,7 +105,7 @@ __device__ __forceinline__ void load_chunk(const float* __restrict__ s, const fl
   }
 }
 
-template <bool kHasA, bool kVector>
+template <bool kHasA, bool kVector, bool kBallot>
 __global__ void __launch_bounds__(kBlock)
     select_candidates_kernel(const float* __restrict__ S, int64_t lds, int64_t rows, int k, const float* __restrict__ A,
                              float b, int32_t* __restrict__ cand, float* __restrict__ kept_keys) {
@@ -124,6 +125,7 @@ __global__ void __launch_bounds__(kBlock)
       const float minima = sort_across_lanes(lane_min, lane);
       const float bar = fminf(__shfl_sync(kAll, minima, kNearestCandidates - 1),
                               __shfl_sync(kAll, kept_key, kNearestCandidates - 1));
+      if constexpr (kBallot) {
       // Keys <= bar go to slots kNearestCandidates.. in (q, lane) order: a ballot per q finds
       // them (most ballots are empty) and gives each its place, rounds of kFresh at a time.
       const unsigned below = (1u << lane) - 1u;
@@ -152,6 +154,39 @@ __global__ void __launch_bounds__(kBlock)
         sort_across_lanes(kept_key, kept_id, lane);
         if (done + kFresh >= seen) break;
       }
+      } else {
+      int mine = 0;
+#pragma unroll
+      for (int q = 0; q < kPerLane; ++q) mine += key[q] <= bar;
+      int upto = mine;  // inclusive prefix count over the lanes
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(kAll, upto, o);
+        if (lane >= o) upto += t;
+      }
+      const int total = __shfl_sync(kAll, upto, 31);
+      for (int done = 0; done < total; done += kFresh) {
+        slot_key[warp][lane] = lane < kNearestCandidates ? kept_key : inf();
+        slot_id[warp][lane] = lane < kNearestCandidates ? kept_id : -1;
+        __syncwarp();
+        int at = upto - mine;  // this lane's first key in the warp's order of keys <= bar
+#pragma unroll
+        for (int q = 0; q < kPerLane; ++q) {
+          if (key[q] <= bar) {
+            if (at >= done && at < done + kFresh) {
+              slot_key[warp][kNearestCandidates + at - done] = key[q];
+              slot_id[warp][kNearestCandidates + at - done] = column<kVector>(c0, lane, q);
+            }
+            ++at;
+          }
+        }
+        __syncwarp();
+        kept_key = slot_key[warp][lane];
+        kept_id = slot_id[warp][lane];
+        __syncwarp();  // read before the next round writes
+        sort_across_lanes(kept_key, kept_id, lane);
+      }
+      }
     }
     if (lane < kNearestCandidates) {
       cand[r * kNearestCandidates + lane] = kept_id;
@@ -163,10 +198,15 @@ __global__ void __launch_bounds__(kBlock)
 template <bool kHasA>
 void launch(int grid, cudaStream_t stream, const float* S, int64_t lds, int64_t rows, int64_t k, const float* a,
             float b, int32_t* cand, float* keys) {
-  if (k % 4 == 0 && lds % 4 == 0)
-    select_candidates_kernel<kHasA, true><<<grid, kBlock, 0, stream>>>(S, lds, rows, int(k), a, b, cand, keys);
-  else
-    select_candidates_kernel<kHasA, false><<<grid, kBlock, 0, stream>>>(S, lds, rows, int(k), a, b, cand, keys);
+  static const bool ballot = std::getenv("SIMKIT_KM_BALLOT") && std::atoi(std::getenv("SIMKIT_KM_BALLOT"));
+  if (k % 4 == 0 && lds % 4 == 0) {
+    if (ballot)
+      select_candidates_kernel<kHasA, true, true><<<grid, kBlock, 0, stream>>>(S, lds, rows, int(k), a, b, cand, keys);
+    else
+      select_candidates_kernel<kHasA, true, false><<<grid, kBlock, 0, stream>>>(S, lds, rows, int(k), a, b, cand, keys);
+  } else {
+    select_candidates_kernel<kHasA, false, false><<<grid, kBlock, 0, stream>>>(S, lds, rows, int(k), a, b, cand, keys);
+  }
 }
 
 }  // namespace
