@@ -16,6 +16,8 @@ namespace simkit::detail::cuda {
 
 namespace {
 
+enum class Precision { fp32, fp16 };
+
 // Largest power of two (up to 16) dividing a pointer: what the heuristic may assume.
 uint32_t alignment_of(const void* p) {
   const auto v = reinterpret_cast<uintptr_t>(p);
@@ -52,20 +54,20 @@ struct Descriptors {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   explicit Descriptors(const Key& k) {
     try {
-      const cublasComputeType_t compute =
-          k.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-      check_cublas(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+      // fp16: half operands and result, float accumulation and alpha (CUBLAS_COMPUTE_32F).
+      const cudaDataType_t type = k.precision == Precision::fp16 ? CUDA_R_16F : CUDA_R_32F;
+      check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
       const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
       check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
                    "cublasLtMatmulDescSetAttribute");
       check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
                    "cublasLtMatmulDescSetAttribute");
       // A = X stored column-major K x M (X's rows are its columns), used transposed.
-      check_cublas(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, uint64_t(k.K), uint64_t(k.M), k.lda),
+      check_cublas(cublasLtMatrixLayoutCreate(&a, type, uint64_t(k.K), uint64_t(k.M), k.lda),
                    "cublasLtMatrixLayoutCreate");
-      check_cublas(cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, uint64_t(k.K), uint64_t(k.N), k.ldb),
+      check_cublas(cublasLtMatrixLayoutCreate(&b, type, uint64_t(k.K), uint64_t(k.N), k.ldb),
                    "cublasLtMatrixLayoutCreate");
-      check_cublas(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, uint64_t(k.M), uint64_t(k.N), k.ldc),
+      check_cublas(cublasLtMatrixLayoutCreate(&c, type, uint64_t(k.M), uint64_t(k.N), k.ldc),
                    "cublasLtMatrixLayoutCreate");
     } catch (...) {
       destroy();  // a constructor that throws gets no destructor call
@@ -105,7 +107,7 @@ Cache& cache() {
 // Times each candidate twice after a warm-up run, on the caller's buffers (the output is
 // overwritten by the real product right after). Returns the index of the fastest.
 int fastest(Resources& r, cudaStream_t s, const Descriptors& desc, const cublasLtMatmulHeuristicResult_t* cand,
-            int count, const float* A, const float* B, float* C, void* ws, size_t ws_bytes) {
+            int count, const void* A, const void* B, void* C, void* ws, size_t ws_bytes) {
   struct TimingEvent {
     cudaEvent_t e = nullptr;
     TimingEvent() { check_cuda(cudaEventCreate(&e), "cudaEventCreate"); }
@@ -148,9 +150,11 @@ size_t gemm_workspace_bytes(size_t budget) {
   return std::min(want, budget / 16) / 256 * 256;
 }
 
-void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d, float alpha, const float* Q,
-              int64_t ldq, const float* X, int64_t ldx, float* out, int64_t ldo, void* workspace,
-              size_t workspace_bytes, Precision precision) {
+namespace {
+
+void product(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d, float alpha, const void* Q,
+             int64_t ldq, const void* X, int64_t ldx, void* out, int64_t ldo, void* workspace, size_t workspace_bytes,
+             Precision precision) {
   if (workspace == nullptr) workspace_bytes = 0;
   const Key key{r.device,        n,        m, d, ldx, ldq, ldo, alignment_of(X), alignment_of(Q), alignment_of(out),
                 workspace_bytes, precision};
@@ -194,6 +198,20 @@ void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d
   check_cublas(cublasLtMatmul(r.lt, desc.op, &alpha, X, desc.a, Q, desc.b, &beta, out, desc.c, out, desc.c,
                               &choice.algo, workspace, workspace_bytes, stream),
                "cublasLtMatmul");
+}
+
+}  // namespace
+
+void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d, float alpha, const float* Q,
+              int64_t ldq, const float* X, int64_t ldx, float* out, int64_t ldo, void* workspace,
+              size_t workspace_bytes) {
+  product(r, stream, m, n, d, alpha, Q, ldq, X, ldx, out, ldo, workspace, workspace_bytes, Precision::fp32);
+}
+
+void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d, float alpha, const __half* Q,
+              int64_t ldq, const __half* X, int64_t ldx, __half* out, int64_t ldo, void* workspace,
+              size_t workspace_bytes) {
+  product(r, stream, m, n, d, alpha, Q, ldq, X, ldx, out, ldo, workspace, workspace_bytes, Precision::fp16);
 }
 
 }  // namespace simkit::detail::cuda

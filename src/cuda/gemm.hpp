@@ -1,6 +1,8 @@
 #pragma once
 // The one matrix product the dot family needs, through cuBLASLt in plain fp32
-// (CUBLAS_COMPUTE_32F: no TF32, no reduced-precision shortcuts) unless Precision::tf32 is asked.
+// (CUBLAS_COMPUTE_32F: no TF32, no reduced-precision shortcuts), and its half-precision form
+// for k-means' candidate pass (half operands and result, float accumulation), whose results
+// are certified in float64 afterwards (core/nearest_bound.hpp).
 //
 // With Q (m x d) and X (n x d) row-major, the row-major m x n result T(i, j) = alpha * q_i . x_j
 // is, read column-major, the n x m matrix alpha * X Q^T: a "TN" product with M = n, N = m,
@@ -15,20 +17,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <cuda_fp16.h>
+
 #include "cuda/resources.hpp"
 
 namespace simkit::detail::cuda {
 
-/// How the product may round: plain fp32 (every caller but one), or TF32 tensor cores
-/// (CUBLAS_COMPUTE_32F_FAST_TF32) for k-means' candidate pass, whose results are certified in
-/// float64 afterwards (core/nearest_bound.hpp).
-enum class Precision { fp32, tf32 };
-
 /// out[i * ldo + j] = alpha * dot(Q row i, X row j), i < m, j < n; rows of Q and X are
-/// contiguous with strides ldq and ldx (floats). Enqueued on `stream`; `workspace` may be null.
+/// contiguous with strides ldq and ldx (elements). Enqueued on `stream`; `workspace` may be null.
 void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d, float alpha, const float* Q,
               int64_t ldq, const float* X, int64_t ldx, float* out, int64_t ldo, void* workspace,
-              size_t workspace_bytes, Precision precision = Precision::fp32);
+              size_t workspace_bytes);
+/// The same over half rows, accumulated in float, rounded to half.
+void dot_tile(Resources& r, cudaStream_t stream, int64_t m, int64_t n, int64_t d, float alpha, const __half* Q,
+              int64_t ldq, const __half* X, int64_t ldx, __half* out, int64_t ldo, void* workspace,
+              size_t workspace_bytes);
 
 /// Workspace worth reserving for dot_tile under a budget.
 size_t gemm_workspace_bytes(size_t budget);

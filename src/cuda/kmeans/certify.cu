@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kBlock)
                    double* __restrict__ costs, int32_t* __restrict__ unsettled, int* __restrict__ unsettled_count) {
   constexpr ExactForm F = kSpherical ? ExactForm::cosine : ExactForm::sqdist;
   const int lane = threadIdx.x % 32;
-  const double eps = tf32_product_eps(d);
+  const double eps = fp16_product_eps(d);
   for (int64_t i = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32; i < n; i += int64_t(gridDim.x) * kWarps) {
     const float* x = X + i * d;
     double uu = 0;
@@ -38,7 +38,8 @@ __global__ void __launch_bounds__(kBlock)
     }
     uu = warp_sum(uu);
     const double un = sqrt(uu);
-    const double bound = key_error_bound(eps, kSpherical ? 1.0 : 2.0, un, c.v_max, c.a_max);
+    const double bound = key_error_bound(eps, kSpherical ? 1.0 : 2.0, un, c.v_max, c.a_max,
+                                         fp16_product_floor(d, c.su, c.sv, un, c.v_max));
     const float* approx = keys + i * kNearestCandidates;  // ascending
     const double reach = double(approx[0]) + 2.0 * bound;
     double best = __longlong_as_double(0x7ff0000000000000ll);
@@ -51,7 +52,8 @@ __global__ void __launch_bounds__(kBlock)
     }
     const double shifted = kSpherical ? best * un : best - uu;
     if (lane == 0) {
-      if (best_id >= 0 && nearest_certified(c.k <= kNearestCandidates, shifted, approx[kNearestCandidates - 1], bound)) {
+      if (best_id >= 0 &&
+          nearest_certified(c.k <= kNearestCandidates, shifted, approx[kNearestCandidates - 1], bound)) {
         labels[i] = best_id;
         costs[i] = kSpherical ? 1.0 + best : best;
       } else {

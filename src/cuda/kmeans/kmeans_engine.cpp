@@ -10,10 +10,13 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <cuda_fp16.h>
 
 #include "core/centroid_sums.hpp"
 #include "core/kmeans_engine.hpp"
@@ -67,22 +70,20 @@ class CudaKmeansEngine final : public KmeansEngine {
         translation_[size_t(j)] = float(sum / double(n));
       }
     }
+    point_scale_ = power_of_two_above(max_row_norm(X, spherical ? nullptr : translation_.data()));
     Call call(ctx_);
     const size_t budget = working_budget(ctx_, call.r());
-    // Resident when the points (and their translated copy), labels and costs plus one pass's
+    // Resident when the points (and their scaled half copy), labels and costs plus one pass's
     // scratch (at k = n, the most) fit; the update's scratch at the largest k is about as large.
-    const size_t copies = spherical ? 1 : 2;
-    const size_t resident = size_t(n) * (copies * size_t(d) * 4 + 12) + size_t(n) * kAssignBytesPerPoint +
+    const size_t resident = size_t(n) * (size_t(d) * 6 + 12) + size_t(n) * kAssignBytesPerPoint +
                             update_scratch_bytes(n, std::min<int64_t>(n, 65536), d) + kPad;
     if (resident <= budget) {
       try {
         x_dev_.emplace(ctx_, X);
-        if (!spherical) {
-          u_dev_.emplace(ctx_, n, d);
-          float* t = carve_translation(call);
-          translate_rows(x_dev_->view().data, n, d, t, u_dev_->view().data, call.stream());
-          call.finish();
-        }
+        u_dev_.emplace(ctx_, n, 2 * d);
+        const float* t = spherical ? nullptr : carve_translation(call);
+        scale_rows(x_dev_->view().data, n, d, t, float(1.0 / point_scale_), half_rows(*u_dev_), call.stream());
+        call.finish();
         labels_dev_.emplace(ctx_, n, 1);
         costs_dev_.emplace(ctx_, n, 1);
         return;
@@ -101,18 +102,16 @@ class CudaKmeansEngine final : public KmeansEngine {
     Call call(ctx_);
     Resources& r = call.r();
     const cudaStream_t s = call.stream();
-    const cudaStream_t sel = overlap_products() ? call.select_stream() : s;
     const bool resident = x_dev_.has_value();
     // Rows per pass: all of them when resident, else what the budget holds with their staging
     // (the points, their translated copy, labels and costs).
-    const size_t per_row = kAssignBytesPerPoint + (resident ? 0 : size_t(d) * 8 + 12);
+    const size_t per_row = kAssignBytesPerPoint + (resident ? 0 : size_t(d) * 6 + 12);
     // The product tile and cuBLAS's workspace: L2-sized, less when the budget is small.
     const size_t budget_now = ctx_.gpu_memory_budget ? ctx_.gpu_memory_budget : size_t(1) << 40;
     int64_t tile = product_tile_rows(k);
-    while (tile > 128 && size_t(tile) * size_t(k) * 4 > budget_now / 8) tile /= 2;
+    while (tile > 128 && size_t(tile) * size_t(k) * 2 > budget_now / 4) tile /= 2;
     const size_t ws_bytes = gemm_workspace_bytes(budget_now);
-    const size_t fixed =
-        centroid_bytes(k, d) + sum_scratch_bytes(n) + 2 * size_t(tile) * size_t(k) * 4 + ws_bytes + kPad;
+    const size_t fixed = centroid_bytes(k, d) + sum_scratch_bytes(n) + size_t(tile) * size_t(k) * 2 + ws_bytes + kPad;
     int64_t rows = n;
     if (r.arena.capacity() < fixed + size_t(n) * per_row) {
       const size_t budget = working_budget(ctx_, r);
@@ -132,8 +131,8 @@ class CudaKmeansEngine final : public KmeansEngine {
     const size_t sum_bytes = sum_scratch_bytes(n);
     void* sum_scratch = carve.take<char>(sum_bytes);
     float* x_tile = resident ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
-    float* u_tile = resident || spherical_ ? nullptr : carve.take<float>(size_t(rows) * size_t(d));
-    float* products[2] = {carve.take<float>(size_t(tile) * size_t(k)), carve.take<float>(size_t(tile) * size_t(k))};
+    __half* u_tile = resident ? nullptr : carve.take<__half>(size_t(rows) * size_t(d));
+    __half* products = carve.take<__half>(size_t(tile) * size_t(k));
     void* workspace = ws_bytes ? carve.take<char>(ws_bytes) : nullptr;
     int32_t* labels_tile = resident ? labels_dev_->view().data : carve.take<int32_t>(size_t(rows));
     double* costs_tile = resident ? costs_dev_->view().data : carve.take<double>(size_t(rows));
@@ -143,29 +142,21 @@ class CudaKmeansEngine final : public KmeansEngine {
     for (int64_t r0 = 0; r0 < n; r0 += rows) {
       const int64_t m = std::min(rows, n - r0);
       const float* x = resident ? x_dev_->view().data + r0 * d : x_tile;
-      const float* u = spherical_ ? x : (resident ? u_dev_->view().data + r0 * d : u_tile);
+      const __half* u = resident ? half_rows(*u_dev_) + r0 * d : u_tile;
       int32_t* labels = resident ? labels_tile + r0 : labels_tile;
       double* costs = resident ? costs_tile + r0 : costs_tile;
       if (!resident) {
         upload(x_tile, X_.row(r0), size_t(m) * size_t(d) * 4, s);
-        if (!spherical_) translate_rows(x_tile, m, d, cent.t, u_tile, s);
+        scale_rows(x_tile, m, d, cent.t, float(1.0 / point_scale_), u_tile, s);
       }
       check_cuda(cudaMemsetAsync(count, 0, sizeof(int), s), "cudaMemsetAsync");
-      // Two product buffers: the selection of one tile (select stream) runs beside the
-      // products of the next (main stream).
-      for (int64_t p0 = 0, t = 0; p0 < m; p0 += tile, ++t) {
+      const float scale = float(double(cent.b) * cent.su * cent.sv);  // exact: powers of two times b
+      for (int64_t p0 = 0; p0 < m; p0 += tile) {
         const int64_t pm = std::min(tile, m - p0);
-        SlotEvents& ev = r.slot[t & 1];
-        check_cuda(cudaStreamWaitEvent(s, ev.selected, 0), "cudaStreamWaitEvent");  // its last reader
-        dot_tile(r, s, pm, k, d, 1.0f, u + p0 * d, d, cent.v, d, products[t & 1], k, workspace, ws_bytes,
-                 Precision::tf32);
-        check_cuda(cudaEventRecord(ev.computed, s), "cudaEventRecord");
-        check_cuda(cudaStreamWaitEvent(sel, ev.computed, 0), "cudaStreamWaitEvent");
-        select_candidates(products[t & 1], k, pm, k, cent.a, cent.b, cand + p0 * kNearestCandidates,
-                          keys + p0 * kNearestCandidates, sel);
-        check_cuda(cudaEventRecord(ev.selected, sel), "cudaEventRecord");
+        dot_tile(r, s, pm, k, d, 1.0f, u + p0 * d, d, cent.v, d, products, k, workspace, ws_bytes);
+        select_candidates(products, k, pm, k, cent.a, scale, cand + p0 * kNearestCandidates,
+                          keys + p0 * kNearestCandidates, s);
       }
-      stream_wait(s, sel, r.join[0]);
       certify_candidates(x, m, d, cent, spherical_, cand, keys, labels, costs, unsettled, count, s);
       rank_exact(x, d, cent, spherical_, unsettled, count, labels, costs, s);
       int tile_unsettled = 0;
@@ -237,16 +228,38 @@ class CudaKmeansEngine final : public KmeansEngine {
   AssignStats stats() const override { return stats_; }
 
  private:
-  /// Points per product tile (there are two): EXPERIMENT, SIMKIT_KM_TILE_LOG2 floats each.
+  /// Points per product tile: EXPERIMENT SIMKIT_KM_TILE_LOG2 halves.
   static int64_t product_tile_rows(int64_t k) {
     const char* e = std::getenv("SIMKIT_KM_TILE_LOG2");
-    const int lg = e ? std::atoi(e) : 22;
+    const int lg = e ? std::atoi(e) : 23;
     return std::max<int64_t>(128, (int64_t{1} << lg) / std::max<int64_t>(1, k) / 128 * 128);
   }
-  static bool overlap_products() {
-    const char* e = std::getenv("SIMKIT_KM_OVERLAP");
-    return !e || std::atoi(e) != 0;
+
+  /// The smallest power of two >= x (1 for x = 0): dividing by it is exact.
+  static double power_of_two_above(double x) {
+    if (!(x > 0)) return 1.0;
+    int e = 0;
+    const double m = std::frexp(x, &e);  // x = m 2^e, 0.5 <= m < 1
+    return std::ldexp(1.0, m == 0.5 ? e - 1 : e);
   }
+
+  /// max_i ||X_i - t|| (t null: ||X_i||), in float64 over the rows in parallel.
+  static double max_row_norm(MatrixView<const float> X, const float* t) {
+    double most = 0;
+#pragma omp parallel for schedule(static) reduction(max : most)
+    for (int64_t i = 0; i < X.rows; ++i) {
+      double sq = 0;
+      for (int64_t j = 0; j < X.cols; ++j) {
+        const double e = t ? double(X(i, j)) - double(t[j]) : double(X(i, j));
+        sq += e * e;
+      }
+      most = std::max(most, sq);
+    }
+    return std::sqrt(most);
+  }
+
+  /// The scaled half copy of the points, kept as raw bytes (n x 2d).
+  static __half* half_rows(DeviceMatrix<uint8_t>& m) { return reinterpret_cast<__half*>(m.view().data); }
 
   /// The translation in the call's arena, uploaded.
   float* carve_translation(Call& call) {
@@ -262,16 +275,20 @@ class CudaKmeansEngine final : public KmeansEngine {
   NearestCentroids upload_centroids(const NearestOperands& ops, MatrixView<const float> C, Carver& carve,
                                     cudaStream_t s) const {
     const size_t kd = size_t(ops.k) * size_t(ops.d);
+    const double sv = power_of_two_above(ops.v_max);
+    std::vector<__half> v_half(kd);
+    const float inv = float(1.0 / sv);
+    for (size_t e = 0; e < kd; ++e) v_half[e] = __float2half_rn(ops.v[e] * inv);
     float* c = carve.take<float>(kd);
-    float* v = carve.take<float>(kd);
+    __half* v = carve.take<__half>(kd);
     float* a = ops.a.empty() ? nullptr : carve.take<float>(ops.a.size());
     float* t = ops.t.empty() ? nullptr : carve.take<float>(ops.t.size());
     upload(c, C.data, kd * 4, s);
-    upload(v, ops.v.data(), kd * 4, s);
+    upload(v, v_half.data(), kd * 2, s);
     if (a) upload(a, ops.a.data(), ops.a.size() * 4, s);
     if (t) upload(t, ops.t.data(), ops.t.size() * 4, s);
     // The host vectors must outlive the copies: pageable copies complete before returning.
-    return NearestCentroids{c, v, a, t, ops.b, ops.v_max, ops.a_max, ops.k};
+    return NearestCentroids{c, v, a, t, ops.b, ops.v_max, ops.a_max, point_scale_, sv, ops.k};
   }
 
   void copy_back(void* dst, const void* src, size_t bytes) const {
@@ -284,8 +301,9 @@ class CudaKmeansEngine final : public KmeansEngine {
   MatrixView<const float> X_;
   bool spherical_;
   std::vector<float> translation_;  // sqeuclidean: the points' mean
+  double point_scale_ = 1;          // su: a power of two >= every ||x_i - translation||
   std::optional<DeviceMatrix<float>> x_dev_;
-  std::optional<DeviceMatrix<float>> u_dev_;  // sqeuclidean: x - translation
+  std::optional<DeviceMatrix<uint8_t>> u_dev_;  // half((x - translation) / su), as bytes
   std::optional<DeviceMatrix<int32_t>> labels_dev_;
   std::optional<DeviceMatrix<double>> costs_dev_;
   std::vector<int32_t> labels_host_;  // streamed mode

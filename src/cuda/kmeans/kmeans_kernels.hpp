@@ -1,17 +1,22 @@
 #pragma once
 // The k-means kernels on the device (cuda/kmeans/*.cu), launched by kmeans_engine.cpp.
 //
-//   candidates   cuBLAS TF32 products of an L2-sized tile of points (translated by their mean)
-//                against every centroid, then a warp per point selects its kNearestCandidates
+//   candidates   cuBLAS half-precision products (float accumulation) of a tile of points
+//                (translated by their mean, scaled by a power of two) against every centroid
+//                (likewise scaled), then a warp per point selects its kNearestCandidates
 //                smallest approximate keys (core/nearest_bound.hpp); only the tile exists, never
-//                the n x k matrix. (A fused WMMA kernel doing both was measured first and was
-//                slower: 14.7 ms per iteration against 11.4 on 1M x 128, K = 1024.)
+//                the n x k matrix. Half products move half the bytes of TF32 ones, and both
+//                kernels are bound by moving them: on 1M x 128, K = 1024, the TF32 products
+//                took 2.4 ms and their selection 2.7 ms per assignment (ncu, ~1.5 TB/s each).
+//                (A fused WMMA kernel doing both was measured first and was slower: 14.7 ms
+//                per iteration against 11.4.)
 //   certify      the float64 re-score of the candidates and the certificate; points that fail
 //                it are listed for
 //   rank_exact   a float64 key against every centroid, ties to the lower id.
 //   update       a stable radix sort by label, the chunk sums and the centroids of
 //                core/centroid_sums.hpp.
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -23,24 +28,26 @@ inline constexpr int kNearestCandidates = 8;
 
 /// The centroid side of a pass (core/nearest_operands.hpp), in device memory.
 struct NearestCentroids {
-  const float* c = nullptr;  // k x d: the centroids as given (the exact keys read these)
-  const float* v = nullptr;  // k x d: the product's operands
-  const float* a = nullptr;  // k, or null (spherical)
-  const float* t = nullptr;  // d: the translation, or null (spherical)
+  const float* c = nullptr;   // k x d: the centroids as given (the exact keys read these)
+  const __half* v = nullptr;  // k x d: the product's operands, v_j / sv
+  const float* a = nullptr;   // k, or null (spherical)
+  const float* t = nullptr;   // d: the translation, or null (spherical)
   float b = -2.0f;
   double v_max = 0, a_max = 0;
+  double su = 1, sv = 1;  // the powers of two the points' and centroids' rows were divided by
   int64_t k = 0;
 };
 
-/// S holds rows x k TF32 products u_i . v_j (stride lds, from dot_tile, Precision::tf32):
+/// S holds rows x k half products of the scaled rows (stride lds, from dot_tile):
 /// cand[i * kNearestCandidates + q] and keys[i * kNearestCandidates + q], the row's
-/// kNearestCandidates smallest approximate keys a_j + b s_ij with their centroids, ascending in
-/// (key, id) (past k: id -1, key +inf).
-void select_candidates(const float* S, int64_t lds, int64_t rows, int64_t k, const float* a, float b, int32_t* cand,
-                       float* keys, cudaStream_t stream);
+/// kNearestCandidates smallest approximate keys a_j + scale s_ij with their centroids, ascending
+/// in (key, id) (past k: id -1, key +inf). scale = b su sv.
+void select_candidates(const __half* S, int64_t lds, int64_t rows, int64_t k, const float* a, float scale,
+                       int32_t* cand, float* keys, cudaStream_t stream);
 
-/// U = X - t, row by row (rows x d, t has d values).
-void translate_rows(const float* X, int64_t rows, int64_t d, const float* t, float* U, cudaStream_t stream);
+/// U = half((X - t) * inv_scale), row by row (rows x d; t has d values, or is null for none).
+void scale_rows(const float* X, int64_t rows, int64_t d, const float* t, float inv_scale, __half* U,
+                cudaStream_t stream);
 
 /// The certificate for rows [0, n): settled rows get labels[i] and costs[i]; the others are
 /// appended to `unsettled` (count at *unsettled_count, which the caller zeroes).
