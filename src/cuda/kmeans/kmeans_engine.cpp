@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,9 +103,9 @@ class CudaKmeansEngine final : public KmeansEngine {
     const cudaStream_t s = call.stream();
     const bool resident = x_dev_.has_value();
     // Rows per pass: all of them when resident, else what the budget holds with their staging
-    // (the points, their translated copy, labels and costs).
+    // (the points, their scaled half copy, labels and costs).
     const size_t per_row = kAssignBytesPerPoint + (resident ? 0 : size_t(d) * 6 + 12);
-    // The product tile and cuBLAS's workspace: L2-sized, less when the budget is small.
+    // The product tile and cuBLAS's workspace, less when the budget is small.
     const size_t budget_now = ctx_.gpu_memory_budget ? ctx_.gpu_memory_budget : size_t(1) << 40;
     int64_t tile = product_tile_rows(k);
     while (tile > 128 && size_t(tile) * size_t(k) * 2 > budget_now / 4) tile /= 2;
@@ -228,11 +227,11 @@ class CudaKmeansEngine final : public KmeansEngine {
   AssignStats stats() const override { return stats_; }
 
  private:
-  /// Points per product tile: EXPERIMENT SIMKIT_KM_TILE_LOG2 halves.
+  /// Points per product tile: 8M halves (16 MiB). Measured on the H100, 1M x 128, K = 1024, one
+  /// Lloyd iteration (median): 4M halves 7.02 ms, 8M 5.62, 16M 5.85 and 5.93 (same run, 2026-11-24):
+  /// smaller tiles pay more launches and wave tails, larger ones no longer gain.
   static int64_t product_tile_rows(int64_t k) {
-    const char* e = std::getenv("SIMKIT_KM_TILE_LOG2");
-    const int lg = e ? std::atoi(e) : 23;
-    return std::max<int64_t>(128, (int64_t{1} << lg) / std::max<int64_t>(1, k) / 128 * 128);
+    return std::max<int64_t>(128, (int64_t{1} << 23) / std::max<int64_t>(1, k) / 128 * 128);
   }
 
   /// The smallest power of two >= x (1 for x = 0): dividing by it is exact.
