@@ -161,6 +161,31 @@ TEST_P(KmeansTest, AssignmentIsExactOnTiesNearTiesAndFarFromOrigin) {
       }
 }
 
+// Rows of tiny norm put the float keys among the subnormals, where relative error bounds say
+// nothing, and rows of huge norm push them toward overflow: the labels must stay the float64
+// argmin either way (the certificate's absolute floor, or the exact ranking, takes over).
+TEST_P(KmeansTest, AssignmentIsExactAtTinyAndHugeScales) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const int64_t n = 1500, d = 19, k = 37;
+  for (double scale : {0x1p-135, 0x1p62})
+    for (Metric metric : {Metric::sqeuclidean, Metric::cosine}) {
+      Matrix<float> C = random_matrix(k, d, 91);
+      Matrix<float> X = random_matrix(n, d, 92);
+      for (int64_t e = 0; e < C.size(); ++e) C.data()[e] = float(C.data()[e] * scale);
+      for (int64_t e = 0; e < X.size(); ++e) X.data()[e] = float(X.data()[e] * scale);
+      KmeansParams p;
+      p.k = k;
+      p.metric = metric;
+      p.init = KmeansInit::given;
+      p.initial = C.view();
+      p.max_iterations = 0;
+      const KmeansResult r = kmeans(context(), X.view(), p);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i) wrong += r.labels(i, 0) != nearest_exact(&X(i, 0), C, metric);
+      EXPECT_EQ(wrong, 0) << to_string(metric) << " at scale " << scale;
+    }
+}
+
 // The GPU keeps eight candidates per point from chunks of 1024 centroids (read four at a time
 // when k % 4 == 0) and merges keys tied at its threshold in rounds of 24; the CPU keeps two per
 // 1024. Forty copies of one centroid, spread over both chunks, tie for second place behind a

@@ -48,12 +48,14 @@ SIMKIT_HD double fp16_product_floor(int64_t d, double su, double sv, double u_no
 /// B for one point: eps as above, |b|, ||u||, max_j ||v_j||, max_j a_j and the product's
 /// absolute term at ||u|| and max_j ||v_j|| (0 for sgemm). The third term covers the float
 /// rounding of u, v_j and a_j and of the sum a_j + b s_j (2^-24 each, taken as 2^-22); the
-/// last, the float64 evaluation of the exact keys (d 2^-53 relative, for d up to 2^13 taken as
-/// 2^-40).
+/// fourth, the float64 evaluation of the exact keys (d 2^-53 relative, for d up to 2^13 taken
+/// as 2^-40); the last, float results that fall among the subnormals (2^-150 absolute each, for
+/// up to 2^19 of them), where relative bounds say nothing: rows of tiny norm.
 SIMKIT_HD double key_error_bound(double eps, double b, double u_norm, double v_max, double a_max,
                                  double product_floor = 0.0) {
   const double cross = b * u_norm * v_max;
-  return eps * cross + b * product_floor + 0x1p-22 * (a_max + cross) + 0x1p-40 * (a_max + cross + u_norm * u_norm);
+  return eps * cross + b * product_floor + 0x1p-22 * (a_max + cross) + 0x1p-40 * (a_max + cross + u_norm * u_norm) +
+         0x1p-130;
 }
 
 /// True when the candidates settle the point: every centroid is a candidate, or the best exact

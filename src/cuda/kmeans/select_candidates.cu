@@ -9,8 +9,9 @@
 //      bitonic sort across the lanes), or the largest key kept so far if that is smaller: at
 //      least kNearestCandidates keys are <= T, so no key above T can be among the best;
 //   2. the keys <= T (about ten of 1024 on random rows: T sits near the 1% quantile) are
-//      compacted by ballots, with the kept list, into 32 slots in shared memory and sorted
-//      across the lanes; the first kNearestCandidates are the new kept list.
+//      compacted, with the kept list, into 32 slots in shared memory (a prefix count over the
+//      lanes gives each key its slot; ballots per column measured slower) and sorted across the
+//      lanes; the first kNearestCandidates are the new kept list.
 // When more than 32 - kNearestCandidates keys tie at or below T (duplicated centroids), step 2
 // repeats over them in rounds, so the result never depends on how many there are.
 #include <algorithm>
