@@ -112,7 +112,7 @@ int64_t nearest_exact(const float* x, const Matrix<float>& C, Metric metric) {
   return id;
 }
 
-// The fast products (sgemm, TF32) only propose; the labels must be the float64 argmin even
+// The fast products (sgemm, half precision) only propose; the labels must be the float64 argmin even
 // where they cannot tell: duplicate centroids (exact ties, the lower id wins), a centroid 1/16
 // away from another, everything translated 1e4 from the origin (where cosine similarities all
 // sit near 1 and only the exact ranking separates them). k = 301 and 1100 cross the GPU's
@@ -205,7 +205,7 @@ TEST_P(KmeansTest, ManyTiedCentroidsAcrossChunks) {
       for (int64_t id = 57; id < k && copies < 40; id += 25, ++copies)
         for (int64_t j = 0; j < d; ++j) C(id, j) = C(7, j);
       // Along a unit direction: 0.4 from centroid 3, 0.8 from the copies, so the gap (0.48 in
-      // squared distance) is 10x the TF32 pass's error bound here and the points can be settled.
+      // squared distance) is 10x the GPU pass's error bound here and the points can be settled.
       double wn = 0;
       for (int64_t j = 0; j < d; ++j) wn += double(w(0, j)) * w(0, j);
       const double unit = 1.0 / std::sqrt(wn);

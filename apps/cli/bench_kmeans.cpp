@@ -107,7 +107,7 @@ void run_kmeans_suite(const Options& o) {
       (unsigned long long)o.seed, iters, iters, o.quick ? " (--quick: smoke sizes)" : "", kCheckPoints);
   if (on_gpu)
     std::printf(
-        "  note:      the assignment's products run on TF32 tensor cores and are certified in float64;\n"
+        "  note:      the assignment's products run on half-precision tensor cores, certified in float64;\n"
         "             %% FP32 is against the FP32 (non-tensor) peak, as for the other suites\n\n");
   const TablePrinter table({{"case", 10, false},
                             {"n x d, K", 22, false},

@@ -2,7 +2,7 @@
 // k-means clustering (Lloyd's iteration) on the CPU or the GPU.
 //
 // Each iteration assigns every point to its nearest centroid and moves each centroid to the mean
-// of its points. The assignment is exact: a fast float product (sgemm on the CPU, TF32 tensor
+// of its points. The assignment is exact: a fast product (sgemm on the CPU, half-precision tensor
 // cores on the GPU, tile by tile: never an n x k matrix) proposes candidates, they are re-scored
 // in float64, and a point is settled only when the product's error bound proves no other
 // centroid can be nearer; the few that are not are ranked exactly against every centroid. Labels
