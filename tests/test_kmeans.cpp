@@ -112,6 +112,17 @@ int64_t nearest_exact(const float* x, const Matrix<float>& C, Metric metric) {
   return id;
 }
 
+/// One assignment from the given centroids (max_iterations = 0): labels, inertia, stats.
+KmeansResult assign_only(const Context& ctx, const Matrix<float>& X, const Matrix<float>& C, Metric metric) {
+  KmeansParams p;
+  p.k = C.rows();
+  p.metric = metric;
+  p.init = KmeansInit::given;
+  p.initial = C.view();
+  p.max_iterations = 0;
+  return kmeans(ctx, X.view(), p);
+}
+
 // The fast products (sgemm, half precision) only propose; the labels must be the float64 argmin even
 // where they cannot tell: duplicate centroids (exact ties, the lower id wins), a centroid 1/16
 // away from another, everything translated 1e4 from the origin (where cosine similarities all
@@ -132,13 +143,7 @@ TEST_P(KmeansTest, AssignmentIsExactOnTiesNearTiesAndFarFromOrigin) {
           for (int64_t j = 0; j < d; ++j) X(i, j) = C(0, j) + 0.01f * noise(i, j);
         for (int64_t e = 0; e < C.size(); ++e) C.data()[e] = float(C.data()[e] + offset);
         for (int64_t e = 0; e < X.size(); ++e) X.data()[e] = float(X.data()[e] + offset);
-        KmeansParams p;
-        p.k = k;
-        p.metric = metric;
-        p.init = KmeansInit::given;
-        p.initial = C.view();
-        p.max_iterations = 0;  // assign only
-        const KmeansResult r = kmeans(context(), X.view(), p);
+        const KmeansResult r = assign_only(context(), X, C, metric);
         const std::string label =
             std::string(to_string(metric)) + " k " + std::to_string(k) + " offset " + std::to_string(offset);
         int64_t wrong = 0;
@@ -173,13 +178,7 @@ TEST_P(KmeansTest, AssignmentIsExactAtTinyAndHugeScales) {
       Matrix<float> X = random_matrix(n, d, 92);
       for (int64_t e = 0; e < C.size(); ++e) C.data()[e] = float(C.data()[e] * scale);
       for (int64_t e = 0; e < X.size(); ++e) X.data()[e] = float(X.data()[e] * scale);
-      KmeansParams p;
-      p.k = k;
-      p.metric = metric;
-      p.init = KmeansInit::given;
-      p.initial = C.view();
-      p.max_iterations = 0;
-      const KmeansResult r = kmeans(context(), X.view(), p);
+      const KmeansResult r = assign_only(context(), X, C, metric);
       int64_t wrong = 0;
       for (int64_t i = 0; i < n; ++i) wrong += r.labels(i, 0) != nearest_exact(&X(i, 0), C, metric);
       EXPECT_EQ(wrong, 0) << to_string(metric) << " at scale " << scale;
@@ -212,13 +211,7 @@ TEST_P(KmeansTest, ManyTiedCentroidsAcrossChunks) {
       for (int64_t j = 0; j < d; ++j) C(3, j) = float(C(7, j) + 1.2 * unit * w(0, j));
       for (int64_t i = 0; i < near; ++i)
         for (int64_t j = 0; j < d; ++j) X(i, j) = float(C(7, j) + 0.8 * unit * w(0, j) + 0.01 * noise(i, j));
-      KmeansParams p;
-      p.k = k;
-      p.metric = metric;
-      p.init = KmeansInit::given;
-      p.initial = C.view();
-      p.max_iterations = 0;
-      const KmeansResult r = kmeans(context(), X.view(), p);
+      const KmeansResult r = assign_only(context(), X, C, metric);
       const std::string label = std::string(to_string(metric)) + " k " + std::to_string(k);
       int64_t wrong = 0, near_wrong = 0;
       for (int64_t i = 0; i < n; ++i) {

@@ -197,6 +197,19 @@ void OutputSet::commit() {
   staged_.clear();
 }
 
+void ClusterOutputs::check() const {
+  check_output_path(rows, rows_option, {".npy", ".fvecs"});
+  if (!labels.empty()) check_output_path(labels, "--labels", {".npy", ".ivecs"});
+  check_distinct_outputs({{rows_option, rows}, {"--labels", labels}});
+}
+
+void ClusterOutputs::write(MatrixView<const float> rows_data, MatrixView<const int64_t> labels_data) const {
+  OutputSet outputs;
+  write_matrix(outputs.stage(rows), rows_data);
+  if (!labels.empty()) write_ids(outputs.stage(labels), labels_data);
+  outputs.commit();
+}
+
 // ------------------------------------------------------------------ reporting
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

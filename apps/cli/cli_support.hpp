@@ -110,6 +110,17 @@ class OutputSet {
   std::vector<std::pair<std::string, std::string>> staged_;  // (staging, final)
 };
 
+/// The outputs of the clustering commands (kmeans, kcenter): k rows, float32 (.npy or .fvecs)
+/// under `rows_option`, and, when `labels` is set, one label per point (.npy int64 or .ivecs).
+struct ClusterOutputs {
+  std::string_view rows_option;
+  std::string rows, labels;
+  /// Refuses bad paths before any work is done (check_output_path, check_distinct_outputs).
+  void check() const;
+  /// Writes both, or neither (OutputSet).
+  void write(MatrixView<const float> rows_data, MatrixView<const int64_t> labels_data) const;
+};
+
 // ------------------------------------------------------------------ reporting
 
 double seconds_since(std::chrono::steady_clock::time_point t0);

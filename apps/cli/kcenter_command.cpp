@@ -30,9 +30,8 @@ void run_kcenter(const KcenterOptions& o) {
   if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
   ProgressBar bar("kcenter");
   Context ctx = make_context(o.run, bar.callback());
-  check_output_path(o.centers, "--centers", {".npy", ".fvecs"});
-  if (!o.labels.empty()) check_output_path(o.labels, "--labels", {".npy", ".ivecs"});
-  check_distinct_outputs({{"--centers", o.centers}, {"--labels", o.labels}});
+  const ClusterOutputs outputs{"--centers", o.centers, o.labels};
+  outputs.check();
 
   auto t0 = std::chrono::steady_clock::now();
   const Matrix<float> X = read_points(o.data, "--data");
@@ -44,12 +43,7 @@ void run_kcenter(const KcenterOptions& o) {
   const double run_s = seconds_since(t0);
   const std::string where = describe_device(ctx);
   bar.finish();
-  {
-    OutputSet outputs;
-    write_matrix(outputs.stage(o.centers), r.centers.view());
-    if (!o.labels.empty()) write_ids(outputs.stage(o.labels), r.labels.view());
-    outputs.commit();
-  }
+  outputs.write(r.centers.view(), r.labels.view());
   std::fprintf(stderr, "simkit kcenter: %s x %lld, k = %lld on %s: %s (read %s)\n", with_commas(X.rows()).c_str(),
                (long long)X.cols(), (long long)o.k, where.c_str(), format_duration(run_s).c_str(),
                format_duration(read_s).c_str());

@@ -54,9 +54,8 @@ void run_kmeans(const KmeansOptions& o) {
       bar.update(double(it) / double(std::max(1, o.iters)),
                  "iteration " + std::to_string(it) + "/" + std::to_string(o.iters) + ", inertia " + number(inertia));
     };
-  check_output_path(o.centroids, "--centroids", {".npy", ".fvecs"});
-  if (!o.labels.empty()) check_output_path(o.labels, "--labels", {".npy", ".ivecs"});
-  check_distinct_outputs({{"--centroids", o.centroids}, {"--labels", o.labels}});
+  const ClusterOutputs outputs{"--centroids", o.centroids, o.labels};
+  outputs.check();
 
   auto t0 = std::chrono::steady_clock::now();
   const Matrix<float> X = read_points(o.data, "--data");
@@ -69,12 +68,7 @@ void run_kmeans(const KmeansOptions& o) {
   const std::string where = describe_device(ctx);
   bar.finish();
 
-  {
-    OutputSet outputs;
-    write_matrix(outputs.stage(o.centroids), r.centroids.view());
-    if (!o.labels.empty()) write_ids(outputs.stage(o.labels), r.labels.view());
-    outputs.commit();
-  }
+  outputs.write(r.centroids.view(), r.labels.view());
   std::fprintf(
       stderr, "simkit kmeans: %s x %lld, k = %lld, %s on %s: %s (%s per iteration, read %s)%s\n",
       with_commas(X.rows()).c_str(), (long long)X.cols(), (long long)o.k, to_string(p.metric), where.c_str(),
