@@ -1,4 +1,4 @@
-// The index file format (src/core/index_file.hpp) refuses every damaged file whole: truncated at
+// The index file format (src/index/index_file.hpp) refuses every damaged file whole: truncated at
 // any length, any single byte changed, bytes appended, a foreign file, a missing section. A
 // round trip gives back the same sections, and a failed write leaves the old file in place.
 
@@ -14,7 +14,7 @@
 
 #include <simkit/error.hpp>
 
-#include "core/index_file.hpp"
+#include "index/index_file.hpp"
 #include "expect_error.hpp"
 
 namespace simkit::test {

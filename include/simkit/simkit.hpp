@@ -3,6 +3,7 @@
 #include <simkit/array.hpp>
 #include <simkit/context.hpp>
 #include <simkit/device_matrix.hpp>
+#include <simkit/index.hpp>
 #include <simkit/error.hpp>
 #include <simkit/gauss.hpp>
 #include <simkit/io.hpp>

@@ -23,6 +23,7 @@
 #include "core/kmeans_engine.hpp"
 #include "core/metric_plan.hpp"
 #include "core/raw_array.hpp"
+#include "index/ivf_lists.hpp"
 
 namespace simkit::detail {
 
@@ -112,6 +113,17 @@ struct SelectKArgs {
   MatrixView<int64_t> ids;
 };
 
+/// One ivf_flat search (index/ivf_flat_index.cpp): Q may live on the device for the GPU backend;
+/// the outputs are host Q.rows x k. 1 <= nprobe <= lists->nlist; the index holds >= 1 row.
+struct IvfSearchArgs {
+  const IvfLists* lists = nullptr;
+  MatrixView<const float> Q;
+  int64_t k = 0;
+  int64_t nprobe = 0;
+  MatrixView<float> values;
+  MatrixView<int64_t> ids;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -135,6 +147,13 @@ class Backend {
   /// spherical: the cosine metric.
   virtual std::unique_ptr<KmeansEngine> kmeans_engine(const Context& ctx, MatrixView<const float> X,
                                                       bool spherical) const = 0;
+
+  /// Scans the nprobe lists nearest each query and ranks the candidates exactly (cpu/ivf/,
+  /// cuda/ivf/); a row short of k candidates is padded.
+  virtual void ivf_search(const Context& ctx, const IvfSearchArgs& a) const = 0;
+
+  /// Copies host bytes into device memory (indexes hand their host results to device outputs).
+  virtual void copy_to_device(const Context& ctx, void* dst, const void* src, size_t bytes) const;
 
   /// True when every element of a matrix this backend can read is finite.
   virtual bool all_finite(const Context& ctx, MatrixView<const float> m) const = 0;

@@ -20,3 +20,11 @@ const Backend& backend_for(const Context& ctx, std::initializer_list<Memory> arr
 }
 
 }  // namespace simkit::detail
+
+namespace simkit::detail {
+
+void Backend::copy_to_device(const Context&, void*, const void*, size_t) const {
+  throw Error(ErrorCode::unsupported, "the CPU backend has no device memory to copy into");
+}
+
+}  // namespace simkit::detail

@@ -14,6 +14,7 @@
 
 #include "core/backend.hpp"
 #include "core/expects.hpp"
+#include "core/sample_rows.hpp"
 #include "core/splitmix.hpp"
 #include "core/validate.hpp"
 
@@ -48,17 +49,6 @@ void check_params(MatrixView<const float> X, const KmeansParams& p, int64_t trai
   }
 }
 
-/// The training points: all of X, or `sample` rows drawn without replacement, in row order.
-Matrix<float> draw_sample(MatrixView<const float> X, int64_t sample, Rng& rng) {
-  const int64_t n = X.rows, d = X.cols;
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  for (int64_t i = 0; i < sample; ++i) std::swap(order[size_t(i)], order[size_t(i + rng.below(n - i))]);
-  std::sort(order.begin(), order.begin() + sample);
-  Matrix<float> out(sample, d);
-  for (int64_t i = 0; i < sample; ++i) std::copy_n(X.row(order[size_t(i)]), d, out.data() + i * d);
-  return out;
-}
 
 void copy_row(MatrixView<const float> X, int64_t from, Matrix<float>& C, int64_t to) {
   std::copy_n(X.row(from), X.cols, C.data() + to * X.cols);

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <utility>
 
 #include "cpu/l1.hpp"
 
@@ -12,7 +13,17 @@ BlockEngine::BlockEngine(const MetricPlan& plan, MatrixView<const float> Q, Matr
       Q_(Q),
       X_(X),
       q_stats_(row_stats(Q, plan, threads)),
-      x_stats_(row_stats(X, plan, threads)),
+      x_own_(row_stats(X, plan, threads)),
+      x_stats_(&x_own_),
+      tau_(cancellation_threshold(Q.cols)) {}
+
+BlockEngine::BlockEngine(const MetricPlan& plan, MatrixView<const float> Q, RowStats q_stats, MatrixView<const float> X,
+                         const RowStats& x_stats)
+    : plan_(plan),
+      Q_(Q),
+      X_(X),
+      q_stats_(std::move(q_stats)),
+      x_stats_(&x_stats),
       tau_(cancellation_threshold(Q.cols)) {}
 
 const float* BlockEngine::query_rows(Workspace& ws, int64_t i0, int64_t tq) const {
@@ -31,7 +42,7 @@ const float* BlockEngine::base_rows(Workspace& ws, int64_t j0, int64_t tx) const
   if (plan_.prep != RowPrep::centre_normalize) return X_.row(j0);
   if (ws.x_at != j0 || ws.x_rows != tx) {
     ws.x_centred.resize(static_cast<size_t>(tx * d));
-    centre_rows(X_.row(j0), tx, d, x_stats_.mean.data() + j0, ws.x_centred.data());
+    centre_rows(X_.row(j0), tx, d, x_stats_->mean.data() + j0, ws.x_centred.data());
     ws.x_at = j0, ws.x_rows = tx;
   }
   return ws.x_centred.data();
@@ -56,9 +67,9 @@ void BlockEngine::compute(Workspace& ws, int64_t i0, int64_t tq, int64_t j0, int
   }
   gemm_nt(q, tq, x, tx, d, out, ldo);
   if (plan_.prep != RowPrep::none)
-    cosine_epilogue(out, ldo, tq, tx, q_stats_.inv.data() + i0, x_stats_.inv.data() + j0);
+    cosine_epilogue(out, ldo, tq, tx, q_stats_.inv.data() + i0, x_stats_->inv.data() + j0);
   else if (plan_.expanded)
-    sqdist_epilogue(out, ldo, tq, tx, q_stats_.sq.data() + i0, x_stats_.sq.data() + j0, q, x, d, tau_,
+    sqdist_epilogue(out, ldo, tq, tx, q_stats_.sq.data() + i0, x_stats_->sq.data() + j0, q, x, d, tau_,
                     plan_.root && !squared);
 }
 

@@ -31,6 +31,9 @@ class BlockEngine {
 
   /// Computes the row statistics the plan needs (over `threads` threads).
   BlockEngine(const MetricPlan& plan, MatrixView<const float> Q, MatrixView<const float> X, int threads);
+  /// With the statistics already known (an index keeps its rows'); x_stats must outlive the engine.
+  BlockEngine(const MetricPlan& plan, MatrixView<const float> Q, RowStats q_stats, MatrixView<const float> X,
+              const RowStats& x_stats);
 
   int64_t dim() const noexcept { return Q_.cols; }
 
@@ -45,7 +48,8 @@ class BlockEngine {
 
   MetricPlan plan_;
   MatrixView<const float> Q_, X_;
-  RowStats q_stats_, x_stats_;
+  RowStats q_stats_, x_own_;
+  const RowStats* x_stats_;
   double tau_;
 };
 

@@ -1,4 +1,4 @@
-#include "core/index_file.hpp"
+#include "index/index_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

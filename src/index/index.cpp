@@ -1,0 +1,109 @@
+// The index factory, loading, and what every index shares through the base class.
+
+#include <simkit/index.hpp>
+
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include <simkit/error.hpp>
+
+#include "core/expects.hpp"
+#include "index/flat_index.hpp"
+#include "index/index_file.hpp"
+#include "index/index_support.hpp"
+#include "index/ivf_flat_index.hpp"
+
+namespace simkit {
+
+namespace {
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t at = s.find(sep, start);
+    parts.push_back(s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return parts;
+    start = at + 1;
+  }
+}
+
+int64_t parse_count(std::string_view description, std::string_view key, std::string_view value, int64_t lo,
+                    int64_t hi) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  SIMKIT_EXPECTS(ec == std::errc{} && end == value.data() + value.size() && v >= lo && v <= hi, invalid_argument,
+                 "index description '", description, "': ", key, " must be an integer in [", lo, ", ", hi, "], got '",
+                 value, "'");
+  return v;
+}
+
+IvfFlatParams parse_ivf_flat(std::string_view description, const std::vector<std::string_view>& parts) {
+  IvfFlatParams p;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    SIMKIT_EXPECTS(eq != std::string_view::npos, invalid_argument, "index description '", description, "': '", parts[i],
+                   "' is not key=value");
+    const std::string_view key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
+    if (key == "nlist")
+      p.nlist = parse_count(description, key, value, 1, int64_t(1) << 24);
+    else if (key == "nprobe")
+      p.nprobe = value == "seed" ? kSeedProbes : parse_count(description, key, value, 1, int64_t(1) << 24);
+    else if (key == "train_sample")
+      p.train_sample = parse_count(description, key, value, 0, INT64_MAX);
+    else if (key == "iterations")
+      p.iterations = static_cast<int>(parse_count(description, key, value, 0, 1000));
+    else if (key == "seed")
+      p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
+    else
+      detail::raise(ErrorCode::invalid_argument, "index description '", description, "': unknown ivf_flat parameter '",
+                    key, "' (known: nlist, nprobe, train_sample, iterations, seed)");
+  }
+  return p;
+}
+
+}  // namespace
+
+IndexSearchResult Index::search(const Context& ctx, MatrixView<const float> Q, int64_t k,
+                                const SearchParams& params) const {
+  SIMKIT_EXPECTS(k >= 1, invalid_argument, "search: k must be at least 1, got ", k);
+  SIMKIT_EXPECTS(Q.rows >= 0 && Q.rows <= (int64_t(1) << 40) / k, invalid_argument, "search: ", Q.rows,
+                 " queries x k = ", k, " is too large a result");
+  IndexSearchResult r{Matrix<float>(Q.rows, k), Matrix<int64_t>(Q.rows, k)};
+  search(ctx, Q, k, params, r.values.view(), r.ids.view());
+  return r;
+}
+
+std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Metric metric) {
+  SIMKIT_EXPECTS(dim >= 1 && dim <= (1 << 20), invalid_argument, "index dimension must be in [1, 2^20], got ", dim);
+  const std::vector<std::string_view> parts = split(description, ',');
+  const std::string_view kind = parts.front();
+  if (kind == "flat") {
+    SIMKIT_EXPECTS(parts.size() == 1, invalid_argument, "index description '", description,
+                   "': flat takes no parameters");
+    return detail::make_flat_index(dim, metric);
+  }
+  if (kind == "ivf_flat") return detail::make_ivf_flat_index(dim, metric, parse_ivf_flat(description, parts));
+  detail::raise(ErrorCode::invalid_argument, "unknown index type '", kind, "' in '", description,
+                "' (known: flat, ivf_flat[,nlist=N,nprobe=N|seed,train_sample=N,iterations=N,seed=N])");
+}
+
+std::unique_ptr<Index> load_index(const std::string& path) {
+  const detail::IndexFile f = detail::IndexFile::read(path);
+  const std::string type = f.text("type");
+  if (type == "flat") return detail::load_flat_index(f);
+  if (type == "ivf_flat") {
+    const std::string description = f.text("description");
+    IvfFlatParams p;
+    try {
+      p = parse_ivf_flat(description, split(description, ','));
+    } catch (const Error& e) {
+      detail::refuse_file(f, std::string("its description does not parse: ") + e.what());
+    }
+    return detail::load_ivf_flat_index(f, p);
+  }
+  throw Error(ErrorCode::io, "not a usable simkit index file: " + path + ": unknown index type '" + type + "'");
+}
+
+}  // namespace simkit

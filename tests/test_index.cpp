@@ -1,0 +1,478 @@
+// The Index contract (include/simkit/index.hpp), over every index type on both backends: empty
+// and short results padded, flat equal to knn bit for bit, ivf_flat with nprobe = nlist equal to
+// flat bit for bit on every metric (random, integer and real data), recall rising with nprobe,
+// removed ids never returned, save/load round trips, every damaged file refused, bad input
+// refused with nothing changed, concurrent searches.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <simkit/device_matrix.hpp>
+#include <simkit/error.hpp>
+#include <simkit/index.hpp>
+#include <simkit/io.hpp>
+#include <simkit/knn.hpp>
+
+#include "contexts.hpp"
+#include "expect_error.hpp"
+#include "index/index_file.hpp"
+#include "reference.hpp"
+
+namespace simkit::test {
+namespace {
+
+constexpr Metric kMetrics[] = {Metric::l2, Metric::sqeuclidean, Metric::cosine, Metric::dot, Metric::pearson, Metric::l1};
+
+/// The test's index kinds, each with a description that a small set can train.
+struct Kind {
+  const char* name;
+  const char* description;
+};
+constexpr Kind kKinds[] = {{"flat", "flat"}, {"ivf_flat", "ivf_flat,nlist=16,iterations=10"}};
+
+using Param = std::tuple<Backend, int>;  // backend, index of kKinds
+
+class IndexContract : public ::testing::TestWithParam<Param> {
+ protected:
+  Backend backend() const { return std::get<0>(GetParam()); }
+  const Kind& kind() const { return kKinds[std::get<1>(GetParam())]; }
+  Context context() const { return context_for(backend()); }
+
+  /// An index of this kind over X (trained on X when it needs training).
+  std::unique_ptr<Index> build(const Matrix<float>& X, Metric metric, std::vector<int64_t> ids = {}) const {
+    auto index = make_index(kind().description, X.cols(), metric);
+    index->train(context(), X.view());
+    index->add(context(), X.view(), ids);
+    return index;
+  }
+};
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(kKinds[std::get<1>(info.param)].name) + "_" + backend_name(std::get<0>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, IndexContract, ::testing::Combine(::testing::ValuesIn(kBackends), ::testing::Values(0, 1)),
+                         param_name);
+
+/// Clustered rows: `clusters` centres in [-1, 1)^d and Gaussian spread around them.
+Matrix<float> clustered(int64_t n, int64_t d, int64_t clusters, double spread, uint64_t seed) {
+  const Matrix<float> centres = random_matrix(clusters, d, seed);
+  const Matrix<float> noise = random_matrix(n, d, seed + 1, Distribution::gaussian);
+  std::mt19937_64 rng(seed + 2);
+  Matrix<float> X(n, d);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t c = static_cast<int64_t>(rng() % static_cast<uint64_t>(clusters));
+    for (int64_t j = 0; j < d; ++j) X(i, j) = float(centres(c, j) + spread * noise(i, j));
+  }
+  return X;
+}
+
+/// n distinct ids, shuffled, far from 0 .. n-1.
+std::vector<int64_t> scattered_ids(int64_t n, uint64_t seed) {
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = 1000003 * (i + 1) % 9999991 + 17;
+  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
+  return ids;
+}
+
+void expect_same(const IndexSearchResult& a, const IndexSearchResult& b, const std::string& label) {
+  ASSERT_EQ(a.ids.size(), b.ids.size()) << label;
+  for (int64_t e = 0; e < a.ids.size(); ++e) {
+    ASSERT_EQ(a.ids.data()[e], b.ids.data()[e]) << label << ": query " << e / a.ids.cols() << " slot "
+                                                 << e % a.ids.cols();
+    ASSERT_EQ(std::memcmp(a.values.data() + e, b.values.data() + e, sizeof(float)), 0)
+        << label << ": query " << e / a.ids.cols() << " slot " << e % a.ids.cols() << ": " << a.values.data()[e]
+        << " vs " << b.values.data()[e];
+  }
+}
+
+/// What an ivf_flat search gives with every list probed.
+SearchParams all_lists() {
+  SearchParams p;
+  p.nprobe = 1 << 20;  // clamped to nlist
+  return p;
+}
+
+TEST_P(IndexContract, EmptyIndexPadsEveryRow) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  for (Metric metric : {Metric::l2, Metric::cosine}) {
+    auto index = make_index(kind().description, 5, metric);
+    if (!index->is_trained()) index->train(context(), random_matrix(40, 5, 1).view());
+    EXPECT_EQ(index->size(), 0);
+    const IndexSearchResult r = index->search(context(), random_matrix(3, 5, 2).view(), 4);
+    for (int64_t e = 0; e < r.ids.size(); ++e) {
+      EXPECT_EQ(r.ids.data()[e], -1);
+      EXPECT_EQ(r.values.data()[e], larger_is_better(metric) ? -INFINITY : INFINITY);
+    }
+  }
+}
+
+TEST_P(IndexContract, KBeyondSizeIsPadded) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = random_matrix(40, 6, 3), Q = random_matrix(5, 6, 4);
+  for (Metric metric : kMetrics) {
+    auto index = build(X, metric);
+    ASSERT_TRUE(index->remove(std::vector<int64_t>(/*first 33 ids*/ [] {
+                  std::vector<int64_t> v(33);
+                  std::iota(v.begin(), v.end(), 0);
+                  return v;
+                }())) == 33);
+    ASSERT_EQ(index->size(), 7);
+    const IndexSearchResult r = index->search(context(), Q.view(), 10, all_lists());
+    for (int64_t q = 0; q < Q.rows(); ++q) {
+      std::set<int64_t> seen;
+      for (int64_t p = 0; p < 7; ++p) {
+        EXPECT_GE(r.ids(q, p), 33) << to_string(metric);
+        seen.insert(r.ids(q, p));
+      }
+      EXPECT_EQ(seen.size(), 7u) << to_string(metric);
+      for (int64_t p = 7; p < 10; ++p) {
+        EXPECT_EQ(r.ids(q, p), -1) << to_string(metric);
+        EXPECT_EQ(r.values(q, p), larger_is_better(metric) ? -INFINITY : INFINITY);
+      }
+    }
+  }
+}
+
+// Both index kinds against knn itself, on every metric, with ids 0..n-1 and scattered ids; flat
+// must reproduce knn bit for bit, ivf_flat with every list probed must reproduce flat.
+TEST_P(IndexContract, AllListsEqualKnnOnEveryMetric) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const uint64_t seed = test_seed();
+  const int64_t n = 1037, d = 37, m = 53, k = 7;
+  for (Metric metric : kMetrics) {
+    const Matrix<float> X = inputs_for(metric, n, d, seed), Q = inputs_for(metric, m, d, seed + 9);
+    const std::string label = std::string(kind().name) + " " + to_string(metric) + " seed " + std::to_string(seed);
+    const KnnResult truth = knn(context(), Q.view(), X.view(), k, metric);
+    const IndexSearchResult plain = build(X, metric)->search(context(), Q.view(), k, all_lists());
+    expect_same(plain, IndexSearchResult{truth.values, truth.ids}, label + " ids 0..n-1");
+
+    const std::vector<int64_t> ids = scattered_ids(n, seed);
+    const IndexSearchResult mapped = build(X, metric, ids)->search(context(), Q.view(), k, all_lists());
+    // Same rows, renamed: values equal knn's, ids are knn's renamed, except where equal values
+    // reorder under the new names (none on random data).
+    IndexSearchResult renamed{truth.values, truth.ids};
+    for (int64_t e = 0; e < renamed.ids.size(); ++e) renamed.ids.data()[e] = ids[size_t(renamed.ids.data()[e])];
+    expect_same(mapped, renamed, label + " scattered ids");
+  }
+}
+
+// Whole numbers tie exactly (as in the digits data): ties must go to the lower id in both kinds.
+TEST_P(IndexContract, IntegerTiesGoToTheLowerId) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = integer_matrix(600, 8, 3, 5), Q = integer_matrix(20, 8, 3, 6);
+  for (Metric metric : {Metric::sqeuclidean, Metric::l1, Metric::dot}) {
+    const std::vector<int64_t> ids = scattered_ids(X.rows(), 7);
+    const IndexSearchResult r = build(X, metric, ids)->search(context(), Q.view(), 12, all_lists());
+    const ReferenceKnn ref = reference_knn(Q, X, X.rows(), metric);
+    for (int64_t q = 0; q < Q.rows(); ++q) {
+      // The reference in (value, id) order under the scattered ids.
+      std::vector<std::pair<double, int64_t>> want;
+      for (int64_t j = 0; j < X.rows(); ++j)
+        want.emplace_back(larger_is_better(metric) ? -ref.values[size_t(q)][size_t(j)] : ref.values[size_t(q)][size_t(j)],
+                          ids[size_t(ref.ids[size_t(q)][size_t(j)])]);
+      std::sort(want.begin(), want.end());
+      for (int64_t p = 0; p < 12; ++p)
+        ASSERT_EQ(r.ids(q, p), want[size_t(p)].second) << kind().name << " " << to_string(metric) << " query " << q;
+    }
+  }
+}
+
+TEST_P(IndexContract, RemovedIdsAreNeverReturned) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = clustered(900, 12, 20, 0.1, 11), Q = random_matrix(30, 12, 12);
+  const std::vector<int64_t> ids = scattered_ids(X.rows(), 13);
+  for (Metric metric : {Metric::l2, Metric::cosine}) {
+    auto index = build(X, metric, ids);
+    std::vector<int64_t> gone, kept_rows;
+    for (int64_t i = 0; i < X.rows(); ++i) (i % 3 == 0 ? gone.push_back(ids[size_t(i)]) : kept_rows.push_back(i));
+    gone.push_back(-5);  // not held: ignored
+    EXPECT_EQ(index->remove(gone), 300);
+    EXPECT_EQ(index->remove(gone), 0);
+    EXPECT_EQ(index->size(), 600);
+    const IndexSearchResult r = index->search(context(), Q.view(), 25, all_lists());
+    const std::set<int64_t> removed(gone.begin(), gone.end());
+    for (int64_t e = 0; e < r.ids.size(); ++e) ASSERT_EQ(removed.count(r.ids.data()[e]), 0u);
+    // The same as an index built from the kept rows alone.
+    Matrix<float> kept(static_cast<int64_t>(kept_rows.size()), X.cols());
+    std::vector<int64_t> kept_ids;
+    for (size_t i = 0; i < kept_rows.size(); ++i) {
+      std::copy_n(&X(kept_rows[i], 0), X.cols(), &kept(int64_t(i), 0));
+      kept_ids.push_back(ids[size_t(kept_rows[i])]);
+    }
+    auto fresh = make_index("flat", X.cols(), metric);
+    fresh->add(context(), kept.view(), kept_ids);
+    expect_same(r, fresh->search(context(), Q.view(), 25), std::string(kind().name) + " after remove");
+  }
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("simkit-index-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+TEST_P(IndexContract, SaveLoadRoundTripAndAddAfterLoad) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const TempDir dir;
+  const Matrix<float> X = clustered(700, 10, 12, 0.2, 21), Q = random_matrix(40, 10, 22);
+  const Matrix<float> more = random_matrix(50, 10, 23);
+  for (Metric metric : {Metric::sqeuclidean, Metric::pearson}) {
+    auto index = build(X, metric, scattered_ids(X.rows(), 24));
+    index->remove(std::vector<int64_t>{scattered_ids(X.rows(), 24)[5]});
+    const std::string path = dir.file(std::string(kind().name) + to_string(metric) + ".simkit");
+    index->save(path);
+    auto loaded = load_index(path);
+    EXPECT_EQ(loaded->type(), kind().name);
+    EXPECT_EQ(loaded->description(), index->description());
+    EXPECT_EQ(loaded->metric(), metric);
+    EXPECT_EQ(loaded->size(), index->size());
+    EXPECT_EQ(loaded->next_id(), index->next_id());
+    SearchParams sp;
+    sp.nprobe = 3;
+    expect_same(loaded->search(context(), Q.view(), 9, sp), index->search(context(), Q.view(), 9, sp), "round trip");
+    // Adding to the loaded copy and to the original gives the same index.
+    loaded->add(context(), more.view());
+    index->add(context(), more.view());
+    expect_same(loaded->search(context(), Q.view(), 9, sp), index->search(context(), Q.view(), 9, sp), "add after load");
+    // Saving again over the file replaces it whole.
+    loaded->save(path);
+    EXPECT_EQ(load_index(path)->size(), index->size());
+  }
+}
+
+TEST_P(IndexContract, EveryDamagedFileIsRefused) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const TempDir dir;
+  auto index = build(random_matrix(60, 4, 31), Metric::l2);
+  const std::string path = dir.file("good.simkit");
+  index->save(path);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bad = dir.file("bad.simkit");
+  auto write = [&](const std::string& b) { std::ofstream(bad, std::ios::binary | std::ios::trunc) << b; };
+  for (size_t cut : {size_t(0), size_t(5), size_t(20), bytes.size() / 2, bytes.size() - 1}) {
+    write(bytes.substr(0, cut));
+    expect_error([&] { load_index(bad); }, ErrorCode::io, "bad.simkit");
+  }
+  for (size_t at = 0; at < bytes.size(); at += std::max<size_t>(1, bytes.size() / 97)) {
+    std::string b = bytes;
+    b[at] = static_cast<char>(b[at] ^ 0x40);
+    write(b);
+    expect_error([&] { load_index(bad); }, ErrorCode::io, "not a usable simkit index file");
+  }
+  expect_error([&] { load_index(dir.file("missing.simkit")); }, ErrorCode::io, "missing.simkit");
+}
+
+// A file with a valid checksum whose sections contradict each other (a lying writer) is
+// refused by the loader's own checks.
+TEST(IndexFileContents, ContradictionsAreRefused) {
+  const TempDir dir;
+  const std::string path = dir.file("lying.simkit");
+  const std::vector<float> vectors(3 * 4, 0.5f);
+  auto write_flat = [&](std::vector<int64_t> ids, uint64_t size, uint64_t next, const std::string& metric) {
+    detail::IndexFileWriter w;
+    w.add_text("type", "flat");
+    w.add_text("metric", metric);
+    w.add_u64("dim", 4);
+    w.add_u64("size", size);
+    w.add_u64("next_id", next);
+    w.add("ids", ids.data(), ids.size() * sizeof(int64_t));
+    w.add("vectors", vectors.data(), vectors.size() * sizeof(float));
+    w.write(path);
+  };
+  write_flat({0, 1, 2}, 3, 3, "l2");
+  EXPECT_EQ(load_index(path)->size(), 3);
+  write_flat({0, 1, 2}, 4, 3, "l2");
+  expect_error([&] { load_index(path); }, ErrorCode::io, "'ids'");
+  write_flat({0, 1, 1}, 3, 3, "l2");
+  expect_error([&] { load_index(path); }, ErrorCode::io, "stored twice");
+  write_flat({0, 1, 2}, 3, 2, "l2");
+  expect_error([&] { load_index(path); }, ErrorCode::io, "out of range");
+  write_flat({0, 1, 2}, 3, 3, "hamming");
+  expect_error([&] { load_index(path); }, ErrorCode::io, "unknown metric");
+  detail::IndexFileWriter other;
+  other.add_text("type", "hnsw");
+  other.write(path);
+  expect_error([&] { load_index(path); }, ErrorCode::io, "unknown index type 'hnsw'");
+}
+
+TEST_P(IndexContract, BadInputIsRefusedAndChangesNothing) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = random_matrix(64, 6, 41);
+  auto index = build(X, Metric::l2);
+  const IndexSearchResult before = index->search(context(), X.view(), 3);
+  Matrix<float> nan_rows = random_matrix(4, 6, 42);
+  nan_rows(2, 3) = NAN;
+  expect_error([&] { index->add(context(), nan_rows.view()); }, ErrorCode::invalid_argument, "NaN");
+  expect_error([&] { index->add(context(), random_matrix(4, 5, 43).view()); }, ErrorCode::invalid_argument,
+               "dimension 5");
+  expect_error([&] { index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{7, 100}); },
+               ErrorCode::invalid_argument, "id 7 is already in the index");
+  expect_error([&] { index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{500, 500}); },
+               ErrorCode::invalid_argument, "more than once");
+  expect_error([&] { index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{500}); },
+               ErrorCode::invalid_argument, "1 ids for 2 vectors");
+  expect_error([&] { index->add(context(), random_matrix(1, 6, 44).view(), std::vector<int64_t>{-3}); },
+               ErrorCode::invalid_argument, ">= 0");
+  expect_error([&] { index->add(context(), MatrixView<const float>{}); }, ErrorCode::invalid_argument, "no vectors");
+  expect_error([&] { index->search(context(), X.view(), 0); }, ErrorCode::invalid_argument, "k must be at least 1");
+  expect_error([&] { index->search(context(), random_matrix(2, 7, 45).view(), 3); }, ErrorCode::invalid_argument,
+               "dimension 7");
+  expect_error([&] { index->search(context(), nan_rows.view(), 3); }, ErrorCode::invalid_argument, "NaN");
+  EXPECT_EQ(index->size(), 64);
+  EXPECT_EQ(index->next_id(), 64);
+  expect_same(index->search(context(), X.view(), 3), before, "after refused calls");
+}
+
+TEST_P(IndexContract, ConcurrentSearchesAgree) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = clustered(2000, 16, 30, 0.1, 51), Q = random_matrix(64, 16, 52);
+  auto index = build(X, Metric::cosine);
+  Context ctx = context();
+  ctx.threads = 1;
+  const IndexSearchResult want = index->search(ctx, Q.view(), 10);
+  std::vector<IndexSearchResult> got(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 3; ++rep) got[t] = index->search(ctx, Q.view(), 10);
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& g : got) expect_same(g, want, "concurrent");
+}
+
+// ---------------------------------------------------------------- ivf_flat alone
+
+class IvfFlat : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, IvfFlat, ::testing::ValuesIn(kBackends), BackendName{});
+
+double recall(const IndexSearchResult& r, const KnnResult& truth) {
+  int64_t hit = 0;
+  for (int64_t q = 0; q < truth.ids.rows(); ++q) {
+    const std::set<int64_t> want(&truth.ids(q, 0), &truth.ids(q, 0) + truth.ids.cols());
+    for (int64_t p = 0; p < r.ids.cols(); ++p) hit += want.count(r.ids(q, p));
+  }
+  return double(hit) / double(truth.ids.size());
+}
+
+TEST_P(IvfFlat, RecallRisesWithNprobe) {
+  SIMKIT_REQUIRE_BACKEND(GetParam());
+  const Matrix<float> X = clustered(6000, 24, 64, 0.3, 61), Q = clustered(200, 24, 64, 0.3, 62);
+  for (Metric metric : {Metric::l2, Metric::cosine, Metric::dot}) {
+    auto index = make_index("ivf_flat,nlist=64,seed=3", 24, metric);
+    index->train(context(), X.view());
+    index->add(context(), X.view());
+    const KnnResult truth = knn(context(), Q.view(), X.view(), 10, metric);
+    double last = -1;
+    for (int64_t nprobe : {1, 2, 4, 8, 16, 64}) {
+      SearchParams sp;
+      sp.nprobe = nprobe;
+      const double r = recall(index->search(context(), Q.view(), 10, sp), truth);
+      EXPECT_GE(r, last) << to_string(metric) << " nprobe " << nprobe;
+      last = r;
+      if (nprobe == 1) {
+        EXPECT_LT(r, 0.9) << to_string(metric) << ": one list of 64 should miss neighbours";
+      }
+    }
+    EXPECT_EQ(last, 1.0) << to_string(metric);
+  }
+}
+
+TEST_P(IvfFlat, DigitsWithEveryListProbedEqualFlat) {
+  SIMKIT_REQUIRE_BACKEND(GetParam());
+  const std::string dir = std::string(SIMKIT_SHARED_DATA_DIR) + "/digits/";
+  const Matrix<float> X = read_matrix(dir + "digits_base.fvecs"), Q = read_matrix(dir + "digits_query.fvecs");
+  for (Metric metric : {Metric::sqeuclidean, Metric::cosine, Metric::l1}) {
+    auto flat = make_index("flat", X.cols(), metric);
+    flat->add(context(), X.view());
+    auto ivf = make_index("ivf_flat,nlist=32", X.cols(), metric);
+    ivf->train(context(), X.view());
+    ivf->add(context(), X.view());
+    expect_same(ivf->search(context(), Q.view(), 10, all_lists()), flat->search(context(), Q.view(), 10),
+                std::string("digits ") + to_string(metric));
+  }
+}
+
+TEST_P(IvfFlat, TrainingRulesAndNprobe) {
+  SIMKIT_REQUIRE_BACKEND(GetParam());
+  const Matrix<float> X = random_matrix(100, 4, 71);
+  auto index = make_index("ivf_flat,nlist=20", 4, Metric::l2);
+  EXPECT_FALSE(index->is_trained());
+  expect_error([&] { index->add(context(), X.view()); }, ErrorCode::invalid_argument, "train the ivf_flat index first");
+  expect_error([&] { index->train(context(), random_matrix(19, 4, 72).view()); }, ErrorCode::invalid_argument,
+               "cannot form nlist = 20");
+  index->train(context(), X.view());
+  index->add(context(), X.view());
+  expect_error([&] { index->train(context(), X.view()); }, ErrorCode::invalid_argument, "already holds 100");
+  SearchParams sp;
+  sp.nprobe = -4;
+  expect_error([&] { index->search(context(), X.view(), 3, sp); }, ErrorCode::invalid_argument, "nprobe");
+  // The seed preset probes ceil(0.8 nlist) = 16 of 20 lists: a superset of nprobe = 15's.
+  sp.nprobe = kSeedProbes;
+  const IndexSearchResult seed = index->search(context(), X.view(), 5, sp);
+  for (int64_t q = 0; q < X.rows(); ++q) EXPECT_EQ(seed.ids(q, 0), q);  // each row finds itself
+}
+
+TEST(IndexFactory, DescriptionsParseOrAreRefused) {
+  EXPECT_EQ(make_index("flat", 3, Metric::l2)->type(), "flat");
+  auto ivf = make_index("ivf_flat,nlist=8,nprobe=seed,seed=5", 3, Metric::cosine);
+  EXPECT_EQ(ivf->type(), "ivf_flat");
+  EXPECT_EQ(make_index(ivf->description(), 3, Metric::cosine)->description(), ivf->description());
+  expect_error([] { make_index("hnsw", 3, Metric::l2); }, ErrorCode::invalid_argument, "unknown index type 'hnsw'");
+  expect_error([] { make_index("ivf_flat,nlists=8", 3, Metric::l2); }, ErrorCode::invalid_argument,
+               "unknown ivf_flat parameter 'nlists'");
+  expect_error([] { make_index("ivf_flat,nlist=0", 3, Metric::l2); }, ErrorCode::invalid_argument, "nlist must be");
+  expect_error([] { make_index("ivf_flat,nlist=12x", 3, Metric::l2); }, ErrorCode::invalid_argument, "'12x'");
+  expect_error([] { make_index("ivf_flat,nlist", 3, Metric::l2); }, ErrorCode::invalid_argument, "key=value");
+  expect_error([] { make_index("flat,nlist=3", 3, Metric::l2); }, ErrorCode::invalid_argument, "no parameters");
+  expect_error([] { make_index("flat", 0, Metric::l2); }, ErrorCode::invalid_argument, "dimension");
+}
+
+// Device-resident queries and outputs (the torch / CuPy path).
+TEST(IndexGpuOnly, DeviceQueriesAndOutputs) {
+  SIMKIT_REQUIRE_GPU();
+  const Context ctx = gpu_context();
+  const Matrix<float> X = clustered(3000, 20, 25, 0.2, 81), Q = random_matrix(33, 20, 82);
+  for (const char* description : {"flat", "ivf_flat,nlist=25"}) {
+    auto index = make_index(description, 20, Metric::l2);
+    index->train(ctx, X.view());
+    index->add(ctx, X.view(), scattered_ids(X.rows(), 83));
+    const IndexSearchResult host = index->search(ctx, Q.view(), 8);
+    const DeviceMatrix<float> dq(ctx, Q.view());
+    DeviceMatrix<float> dv(ctx, 33, 8);
+    DeviceMatrix<int64_t> di(ctx, 33, 8);
+    index->search(ctx, dq.view(), 8, SearchParams{}, dv.view(), di.view());
+    IndexSearchResult back{Matrix<float>(33, 8), Matrix<int64_t>(33, 8)};
+    dv.copy_to_host(back.values.view());
+    di.copy_to_host(back.ids.view());
+    expect_same(back, host, description);
+  }
+}
+
+}  // namespace
+}  // namespace simkit::test
