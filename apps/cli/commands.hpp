@@ -16,5 +16,6 @@ void add_gauss_command(CLI::App& app);     // gauss_command.cpp
 void add_kde_command(CLI::App& app);       // kde_command.cpp
 void add_kmeans_command(CLI::App& app);    // kmeans_command.cpp
 void add_kcenter_command(CLI::App& app);   // kcenter_command.cpp
+void add_index_command(CLI::App& app);     // index_command.cpp: build, add, remove, search, info
 
 }  // namespace simkit::cli

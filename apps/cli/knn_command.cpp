@@ -20,6 +20,7 @@
 
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "recall.hpp"
 
 namespace simkit::cli {
 
@@ -30,36 +31,6 @@ struct KnnOptions {
   int64_t k = 0;
   RunOptions run;
 };
-
-// The truth file is read up front: a wrong one must fail before the search, not after it.
-Matrix<int64_t> read_truth(const std::string& path, int64_t m, int64_t k) {
-  Matrix<int64_t> t;
-  try {
-    t = read_ids(path);
-  } catch (const Error& e) {
-    throw Error(e.code(), "--truth: " + std::string(e.what()));
-  }
-  if (t.rows() != m)
-    bad("--truth: '" + path + "' has " + std::to_string(t.rows()) + " rows but there are " + std::to_string(m) +
-        " queries");
-  if (t.cols() < k)
-    bad("--truth: '" + path + "' has " + std::to_string(t.cols()) +
-        " neighbours per query, fewer than k = " + std::to_string(k));
-  return t;
-}
-
-// Hits = how many of each query's first k truth ids are among its k found ids, summed. Ids are
-// distinct within a row, so counting members of the found set is exact.
-int64_t count_hits(const Matrix<int64_t>& found, const Matrix<int64_t>& truth, int64_t k) {
-  int64_t hits = 0;
-  std::vector<int64_t> row(static_cast<size_t>(k));
-  for (int64_t i = 0; i < found.rows(); ++i) {
-    std::copy(&found(i, 0), &found(i, 0) + k, row.begin());
-    std::sort(row.begin(), row.end());
-    for (int64_t j = 0; j < k; ++j) hits += std::binary_search(row.begin(), row.end(), truth(i, j)) ? 1 : 0;
-  }
-  return hits;
-}
 
 void run_knn(const KnnOptions& o) {
   // Everything that needs no file first.
@@ -103,15 +74,7 @@ void run_knn(const KnnOptions& o) {
   }
   const double write_s = seconds_since(t0);
 
-  if (truth) {
-    const int64_t hits = count_hits(r.ids, *truth, o.k);
-    const int64_t total = Q.rows() * o.k;
-    // Truncated, not rounded, so that 1.000 is printed only when every neighbour was found.
-    const int64_t milli = hits * 1000 / total;
-    std::printf("recall@%lld = %lld.%03lld (%s of %s truth neighbours found)\n", (long long)o.k,
-                (long long)(milli / 1000), (long long)(milli % 1000), with_commas(hits).c_str(),
-                with_commas(total).c_str());
-  }
+  if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
   std::fprintf(stderr, "simkit knn: %s queries x %s base, d = %lld, k = %lld, %s on %s: %s (read %s, write %s)\n",
                with_commas(Q.rows()).c_str(), with_commas(X.rows()).c_str(), (long long)X.cols(), (long long)o.k,

@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
   simkit::cli::add_kde_command(app);
   simkit::cli::add_kmeans_command(app);
   simkit::cli::add_kcenter_command(app);
+  simkit::cli::add_index_command(app);
   simkit::cli::add_demo_command(app);
   simkit::cli::add_bench_command(app);
   add_bench_examples(app);

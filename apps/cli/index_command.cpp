@@ -1,0 +1,277 @@
+// `simkit index build|add|remove|search|info`: nearest-neighbour indexes on disk
+// (include/simkit/index.hpp). Every input is read and checked before any work; an index file
+// is only ever replaced whole (Index::save writes a temporary and renames it), and search
+// outputs are written all-or-nothing, so a refused or failed command leaves nothing half-done.
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <simkit/error.hpp>
+#include <simkit/index.hpp>
+#include <simkit/io.hpp>
+#include <simkit/metric.hpp>
+
+#include "cli_support.hpp"
+#include "commands.hpp"
+#include "recall.hpp"
+
+namespace simkit::cli {
+
+namespace {
+
+struct BuildOptions {
+  std::string base, type = "ivf_flat", metric, out, ids, nprobe;
+  int64_t nlist = 1024, train_sample = 0;
+  int iterations = 25;
+  uint64_t seed = 0;
+  RunOptions run;
+};
+
+struct EditOptions {
+  std::string index, base, ids;
+  RunOptions run;
+};
+
+struct SearchOptions {
+  std::string index, queries, ids, distances, truth, nprobe;
+  int64_t k = 0;
+  RunOptions run;
+};
+
+/// "--nprobe 32" or "--nprobe seed"; empty: the index's default.
+int64_t parse_nprobe(const std::string& text) {
+  if (text.empty()) return 0;
+  if (text == "seed") return kSeedProbes;
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size() && v >= 1) return v;
+  } catch (const std::exception&) {
+  }
+  bad("--nprobe must be a positive integer or 'seed' (ceil(0.8 nlist)), got '" + text + "'");
+}
+
+/// An index file path to write: its directory must exist (the extension is free).
+void check_index_path(const std::string& path, const char* option) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(ErrorCode::io, std::string(option) + ": '" + path + "' is a directory");
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    throw Error(ErrorCode::io, std::string(option) + ": directory '" + dir.string() + "' does not exist");
+}
+
+/// --ids for add/remove: one id per row (.npy or .ivecs), read up front.
+std::vector<int64_t> read_id_list(const std::string& path, int64_t expect) {
+  Matrix<int64_t> m;
+  try {
+    m = read_ids(path);
+  } catch (const Error& e) {
+    throw Error(e.code(), "--ids: " + std::string(e.what()));
+  }
+  if (m.cols() != 1 && m.rows() != 1) bad("--ids: '" + path + "' must hold one column of ids");
+  if (expect >= 0 && m.size() != expect)
+    bad("--ids: '" + path + "' has " + with_commas(m.size()) + " ids for " + with_commas(expect) + " vectors");
+  return std::vector<int64_t>(m.data(), m.data() + m.size());
+}
+
+std::unique_ptr<Index> load_named(const std::string& path) {
+  try {
+    return load_index(path);
+  } catch (const Error& e) {
+    throw Error(e.code(), "--index: " + std::string(e.what()));
+  }
+}
+
+void report(const char* what, const Index& index, const std::string& path, double seconds) {
+  std::fprintf(stderr, "simkit index %s: %s, %s, d = %lld, %s vectors -> %s in %s\n", what, index.description().c_str(),
+               to_string(index.metric()), (long long)index.dim(), with_commas(index.size()).c_str(), path.c_str(),
+               format_duration(seconds).c_str());
+}
+
+void run_build(const BuildOptions& o) {
+  const Metric metric = parse_metric(o.metric);
+  std::string description;
+  if (o.type == "flat") {
+    description = "flat";
+  } else if (o.type == "ivf_flat") {
+    description = "ivf_flat,nlist=" + std::to_string(o.nlist) + ",iterations=" + std::to_string(o.iterations) +
+                  ",seed=" + std::to_string(o.seed);
+    if (o.train_sample > 0) description += ",train_sample=" + std::to_string(o.train_sample);
+    if (!o.nprobe.empty()) description += ",nprobe=" + (o.nprobe == "seed" ? o.nprobe : std::to_string(parse_nprobe(o.nprobe)));
+  } else {
+    bad("--type must be flat or ivf_flat, got '" + o.type + "'");
+  }
+  check_index_path(o.out, "--out");
+  ProgressBar bar("index build");
+  Context ctx = make_context(o.run, bar.callback());
+  const auto t0 = std::chrono::steady_clock::now();
+  const Matrix<float> X = read_points(o.base, "--base");
+  std::vector<int64_t> ids;
+  if (!o.ids.empty()) ids = read_id_list(o.ids, X.rows());
+  std::unique_ptr<Index> index = make_index(description, X.cols(), metric);
+  if (o.type == "ivf_flat" && X.rows() < o.nlist)
+    bad("--nlist " + std::to_string(o.nlist) + " exceeds the " + with_commas(X.rows()) + " vectors in --base; lower it");
+  index->train(ctx, X.view());
+  index->add(ctx, X.view(), ids);
+  index->save(o.out);
+  bar.finish();
+  report("build", *index, o.out, seconds_since(t0));
+}
+
+void run_add(const EditOptions& o) {
+  ProgressBar bar("index add");
+  Context ctx = make_context(o.run, bar.callback());
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Index> index = load_named(o.index);
+  const Matrix<float> X = read_points(o.base, "--base");
+  std::vector<int64_t> ids;
+  if (!o.ids.empty()) ids = read_id_list(o.ids, X.rows());
+  index->add(ctx, X.view(), ids);
+  index->save(o.index);
+  bar.finish();
+  report("add", *index, o.index, seconds_since(t0));
+}
+
+void run_remove(const EditOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Index> index = load_named(o.index);
+  const std::vector<int64_t> ids = read_id_list(o.ids, -1);
+  const int64_t removed = index->remove(ids);
+  if (removed > 0) index->save(o.index);
+  std::printf("removed %s of %s ids\n", with_commas(removed).c_str(), with_commas(int64_t(ids.size())).c_str());
+  report("remove", *index, o.index, seconds_since(t0));
+}
+
+void run_search(const SearchOptions& o) {
+  if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
+  SearchParams sp;
+  sp.nprobe = parse_nprobe(o.nprobe);
+  ProgressBar bar("index search");
+  Context ctx = make_context(o.run, bar.callback());
+  check_output_path(o.ids, "--ids", {".npy", ".ivecs"});
+  if (!o.distances.empty()) check_output_path(o.distances, "--distances", {".npy", ".fvecs"});
+  check_distinct_outputs({{"--ids", o.ids}, {"--distances", o.distances}});
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Index> index = load_named(o.index);
+  const Matrix<float> Q = read_points(o.queries, "--queries");
+  if (Q.cols() != index->dim())
+    bad("dimension mismatch: --queries '" + o.queries + "' has d = " + std::to_string(Q.cols()) + ", the index has d = " +
+        std::to_string(index->dim()));
+  if (extension_of(o.ids) == ".ivecs" && index->next_id() - 1 > std::numeric_limits<int32_t>::max())
+    bad("--ids: .ivecs holds int32 ids but the index holds larger ones; use .npy (int64)");
+  std::optional<Matrix<int64_t>> truth;
+  if (!o.truth.empty()) truth = read_truth(o.truth, Q.rows(), o.k);
+  const double load_s = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  const IndexSearchResult r = index->search(ctx, Q.view(), o.k, sp);
+  const double search_s = seconds_since(t0);
+  const std::string where = describe_device(ctx);
+  bar.finish();
+  {
+    OutputSet outputs;
+    write_ids(outputs.stage(o.ids), r.ids.view());
+    if (!o.distances.empty()) write_matrix(outputs.stage(o.distances), r.values.view());
+    outputs.commit();
+  }
+  if (truth) print_recall(r.ids, *truth, o.k);
+  std::fflush(stdout);
+  std::fprintf(stderr, "simkit index search: %s queries, k = %lld, %s (%s vectors, %s) on %s: %s, %s queries/s (load %s)\n",
+               with_commas(Q.rows()).c_str(), (long long)o.k, index->description().c_str(),
+               with_commas(index->size()).c_str(), to_string(index->metric()), where.c_str(),
+               format_duration(search_s).c_str(), with_commas(int64_t(Q.rows() / std::max(search_s, 1e-9))).c_str(),
+               format_duration(load_s).c_str());
+}
+
+void run_info(const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::unique_ptr<Index> index = load_named(path);
+  const double load_s = seconds_since(t0);
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  std::printf("file         %s (%s bytes, loaded and checked in %s)\n", path.c_str(), with_commas(int64_t(bytes)).c_str(),
+              format_duration(load_s).c_str());
+  std::printf("type         %s\n", index->type().c_str());
+  std::printf("description  %s\n", index->description().c_str());
+  std::printf("metric       %s\n", to_string(index->metric()));
+  std::printf("dimension    %lld\n", (long long)index->dim());
+  std::printf("vectors      %s\n", with_commas(index->size()).c_str());
+  std::printf("next id      %s\n", with_commas(index->next_id()).c_str());
+  std::printf("memory       %s bytes in host memory\n", with_commas(int64_t(index->memory_bytes())).c_str());
+}
+
+}  // namespace
+
+void add_index_command(CLI::App& app) {
+  auto* index = app.add_subcommand("index", "Build, change, search and inspect nearest-neighbour index files");
+  index->require_subcommand(1);
+  index->footer(
+      "Index types:\n"
+      "  flat      exact: every query is compared with every vector (the same results as `simkit knn`)\n"
+      "  ivf_flat  k-means cells (--nlist); a search scans the --nprobe cells nearest each query.\n"
+      "            --nprobe = nlist is exact; 'seed' probes ceil(0.8 nlist), the seed document's rule.\n"
+      "Example:\n"
+      "  simkit index build --base base.npy --type ivf_flat --nlist 1024 --metric cosine --out wn.simkit\n"
+      "  simkit index search --index wn.simkit --queries q.npy -k 10 --nprobe 32 --ids ids.npy --truth gt.ivecs\n"
+      "  simkit index add --index wn.simkit --base more.npy      # ids continue after the largest\n"
+      "  simkit index remove --index wn.simkit --ids old.npy\n"
+      "  simkit index info --index wn.simkit");
+
+  auto b = std::make_shared<BuildOptions>();
+  auto* build = index->add_subcommand("build", "Train an index on --base, add every row, write it to --out");
+  build->add_option("--base", b->base, "vectors (n x d): .npy, .fvecs, .bvecs or .ivecs")->required();
+  build->add_option("--type", b->type, "flat or ivf_flat")->capture_default_str();
+  build->add_option("--metric", b->metric, "l2, sqeuclidean, l1, dot, cosine or pearson")->required();
+  build->add_option("--out", b->out, "index file to write (replaced atomically)")->required();
+  build->add_option("--ids", b->ids, "one int64 id per row (.npy / .ivecs); default 0 .. n-1");
+  build->add_option("--nlist", b->nlist, "ivf_flat: k-means cells (~ 4 sqrt(n) is a usual start)")->capture_default_str();
+  build->add_option("--nprobe", b->nprobe, "ivf_flat: default cells per search, or 'seed'; default max(1, nlist / 32)");
+  build->add_option("--train-sample", b->train_sample, "ivf_flat: k-means trains on this many rows; 0: min(n, 256 nlist)")
+      ->capture_default_str();
+  build->add_option("--iterations", b->iterations, "ivf_flat: Lloyd iterations at most")->capture_default_str();
+  build->add_option("--seed", b->seed, "ivf_flat: k-means++ and sample seed")->capture_default_str();
+  add_run_options(build, b->run);
+  build->callback([b] { run_build(*b); });
+
+  auto a = std::make_shared<EditOptions>();
+  auto* add = index->add_subcommand("add", "Add the rows of --base to an index file (rewritten atomically)");
+  add->add_option("--index", a->index, "index file")->required();
+  add->add_option("--base", a->base, "vectors to add (n x d)")->required();
+  add->add_option("--ids", a->ids, "one int64 id per row, none already in the index; default: after the largest");
+  add_run_options(add, a->run);
+  add->callback([a] { run_add(*a); });
+
+  auto r = std::make_shared<EditOptions>();
+  auto* remove = index->add_subcommand("remove", "Remove vectors by id from an index file (rewritten atomically)");
+  remove->add_option("--index", r->index, "index file")->required();
+  remove->add_option("--ids", r->ids, "ids to remove (.npy / .ivecs); ids not present are ignored")->required();
+  remove->callback([r] { run_remove(*r); });
+
+  auto s = std::make_shared<SearchOptions>();
+  auto* search = index->add_subcommand("search", "The k best vectors of an index for every query");
+  search->add_option("--index", s->index, "index file")->required();
+  search->add_option("--queries", s->queries, "queries (m x d)")->required();
+  search->add_option("-k,--k", s->k, "neighbours per query; beyond the index size rows are padded with id -1")
+      ->required();
+  search->add_option("--nprobe", s->nprobe, "ivf_flat: cells to scan per query (1..nlist) or 'seed'");
+  search->add_option("--ids", s->ids, "output ids, m x k: .npy (int64) or .ivecs (int32)")->required();
+  search->add_option("--distances", s->distances, "also write the metric values, m x k float32: .npy or .fvecs");
+  search->add_option("--truth", s->truth, "ground-truth ids (>= k per query): prints recall@k on stdout");
+  add_run_options(search, s->run);
+  search->callback([s] { run_search(*s); });
+
+  auto info_path = std::make_shared<std::string>();
+  auto* info = index->add_subcommand("info", "What an index file holds (it is loaded and fully checked)");
+  info->add_option("--index", *info_path, "index file")->required();
+  info->callback([info_path] { run_info(*info_path); });
+}
+
+}  // namespace simkit::cli
