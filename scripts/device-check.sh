@@ -19,7 +19,8 @@
 # (seconds per run) bound it; BENCH_SUITES picks the suites, GAUSS_CASES
 # and TORCH_GAUSS_ARGS the gauss cases (and arguments) of each side, PRIM_ARGS and TORCH_PRIM_ARGS
 # extra arguments of `simkit bench primitives` and its PyTorch peer; KMEANS_CASES the kmeans
-# cases (default synthetic; add wordnet when its data is there); SIMKIT_COMMIT names the
+# cases (default synthetic; add wordnet when its data is there); ANN_CASES the ann cases (default
+# synthetic,seed), ANN_ARGS / TORCH_ANN_ARGS extra arguments of each side; SIMKIT_COMMIT names the
 # commit in the table.
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
@@ -83,12 +84,12 @@ if { [ "$what" = all ] || [ "$what" = tests ] && [ "${SANITIZER:-1}" = 1 ]; } ||
   # test_knn, test_pairwise and test_primitives hold both backends' tests: their gpu ones only.
   pids=()
   rm -f /tmp/san-*
-  for name in test_knn test_pairwise test_primitives test_kmeans test_gpu_gauss test_gpu_ifgt test_gpu_stream; do
+  for name in test_knn test_pairwise test_primitives test_kmeans test_index test_gpu_gauss test_gpu_ifgt test_gpu_stream; do
     exe=$build/tests/$name
     [ -x "$exe" ] || continue
     if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $name "* ]]; then continue; fi
     positive='*'
-    case $name in test_knn | test_pairwise | test_primitives | test_kmeans) positive='*/gpu:*_gpu:*GpuOnly.*' ;; esac
+    case $name in test_knn | test_pairwise | test_primitives | test_kmeans | test_index) positive='*/gpu:*_gpu:*GpuOnly.*' ;; esac
     filter="$positive${SANITIZER_EXCLUDE:+-$SANITIZER_EXCLUDE}"
     # The primitives run CUB where it serves a call (cub_routes.hpp): memcheck both routes (our
     # scratch sizing feeds CUB), racecheck simkit's own kernels (CUB's shared memory is CUB's).
@@ -141,6 +142,18 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   csv=/tmp/simkit-csv && rm -rf "$csv" && mkdir -p "$csv"
   cli="$build/apps/cli/simkit"
   for suite in $suites; do
+    if [ "$suite" = ann ]; then
+      # Its own CSV columns (recall / QPS curves): simkit-ann.csv and torch-ann.csv, plotted.
+      log "simkit bench ann (${ANN_CASES:-synthetic,seed})"
+      rm -rf /tmp/ann-save && mkdir -p /tmp/ann-save
+      "$cli" bench ann --device gpu --cases "${ANN_CASES:-synthetic,seed}" --save /tmp/ann-save \
+        ${ANN_ARGS:-} --csv "$OUT/simkit-ann.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
+      log "PyTorch peer: ann (the seed's IVF, batched)"
+      PYTHONUNBUFFERED=1 python3 "$root/bench/peers/ann_peers.py" --dir /tmp/ann-save --cases "${ANN_CASES:-synthetic,seed}" \
+        --systems torch ${TORCH_ANN_ARGS:-} --csv "$OUT/torch-ann.csv" 2>&1 | tee -a "$OUT/bench.txt" || status=1
+      python3 "$root/scripts/plot-ann.py" "$OUT/simkit-ann.csv" "$OUT/torch-ann.csv" --out "$OUT/ann-gpu.png" || true
+      continue
+    fi
     "$cli" bench "$suite" --help >/dev/null 2>&1 || { log "no 'simkit bench $suite' in this build"; continue; }
     log "simkit bench $suite"
     extra=()

@@ -196,6 +196,28 @@ void add_bench_command(CLI::App& app) {
       "  simkit bench kmeans --device gpu --cases synthetic --save /tmp/km --csv km.csv\n"
       "  python3 bench/peers/torch_kmeans.py --dir /tmp/km --cases synthetic\n");
   km_cmd->callback([km] { bench::run_kmeans_suite(*km); });
+
+  auto ann = std::make_shared<bench::Options>();
+  ann->cases = "wordnet,synthetic,seed";
+  ann->data = "../shared/data/wordnet";
+  auto* ann_cmd = bench_cmd->add_subcommand(
+      "ann",
+      "Recall@10 against QPS and single-query latency for flat and ivf_flat over an nprobe sweep: the WordNet "
+      "MiniLM set (117,659 x 384, cosine), 1,000,000 x 128 clustered, the seed's 400,000 x 1,024 cosine case");
+  add_common_options(ann_cmd, *ann, "timed batched searches per point (default 10 on the GPU, 3 on the CPU)",
+                     "untimed batched searches before them (default 1)");
+  ann_cmd->add_option("--cases", ann->cases, "which cases: wordnet, synthetic, seed")->capture_default_str();
+  ann_cmd->add_option("--nlist", ann->nlist, "ivf_flat cells")->capture_default_str();
+  ann_cmd->add_option("--nprobe", ann->sizes, "the nprobe sweep, comma-separated (default 1,2,4,...,128)");
+  ann_cmd->add_option("--single", ann->single, "queries timed one per call for p50 / p99")->capture_default_str();
+  ann_cmd->add_option("--data", ann->data, "the WordNet directory (base, queries, truth)")->capture_default_str();
+  ann_cmd->add_option("--save", ann->save, "write <case>_base.npy, _queries.npy, _truth.npy here for the peers");
+  ann_cmd->footer(
+      "Example (CPU, with FAISS and hnswlib on the same files, then the plot):\n"
+      "  simkit bench ann --device cpu --cases wordnet --save /tmp/ann --csv simkit-ann.csv\n"
+      "  python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --csv peers-ann.csv\n"
+      "  python3 scripts/plot-ann.py simkit-ann.csv peers-ann.csv --out ann.png\n");
+  ann_cmd->callback([ann] { bench::run_ann_suite(*ann); });
 }
 
 }  // namespace simkit::cli

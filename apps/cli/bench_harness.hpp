@@ -46,6 +46,9 @@ struct Options {
   int iterations = 25;
   std::string data;  // the WordNet embeddings
   std::string save;  // a directory for the peers' inputs
+  // ann only (cases, data, save and sizes = the nprobe list are shared with the above)
+  int64_t nlist = 1024;
+  int64_t single = 200;  // queries sent one at a time for the latency percentiles
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp
@@ -53,6 +56,7 @@ void run_knn_suite(const Options& options);         // bench_knn.cpp
 void run_gauss_suite(const Options& options);       // bench_gauss.cpp
 void run_primitives_suite(const Options& options);  // bench_primitives.cpp
 void run_kmeans_suite(const Options& options);      // bench_kmeans.cpp
+void run_ann_suite(const Options& options);         // bench_ann.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {

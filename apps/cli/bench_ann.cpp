@@ -1,0 +1,198 @@
+// `simkit bench ann`: recall against speed for the index types (include/simkit/index.hpp).
+//
+//   wordnet    the 117,659 x 384 MiniLM embeddings of ../shared/data/wordnet, cosine, its
+//              10,000 query embeddings and float64 ground truth (groundtruth_cosine.ivecs)
+//   synthetic  1,000,000 x 128 clustered (1,000 centres, std 0.4), sqeuclidean, 10,000 queries
+//              from the same distribution; truth = simkit's exact k-NN on the same device
+//   seed       400,000 x 1,024 clustered and unit-normalised, cosine: the seed document's
+//              single-query case (1,000 queries; truth from exact k-NN)
+//
+// For flat (exact) and for ivf_flat at each --nprobe: recall@10 against the truth, QPS with
+// every query in one batched call (median of --repeat), single-query latency p50 / p99 over
+// --single queries sent one call at a time, plus build time and index memory. --save DIR writes
+// each case's base, queries and truth (<case>_base.npy, _queries.npy, _truth.npy) for
+// bench/peers/ann_peers.py, which measures FAISS and hnswlib on the same files with the same
+// columns; scripts/plot-ann.py draws them together.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <simkit/error.hpp>
+#include <simkit/index.hpp>
+#include <simkit/io.hpp>
+#include <simkit/knn.hpp>
+
+#include "bench_harness.hpp"
+#include "generate.hpp"
+#include "recall.hpp"
+
+namespace simkit::cli::bench {
+
+namespace {
+
+constexpr int64_t kK = 10;
+
+struct AnnCase {
+  std::string name;
+  Metric metric;
+  Matrix<float> base, queries;
+  Matrix<int64_t> truth;  // m x >= 10
+};
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Matrix<float> clustered(int64_t n, int64_t d, bool normalize, uint64_t seed) {
+  GenSpec spec;
+  spec.rows = n;
+  spec.dim = d;
+  spec.distribution = Distribution::clustered;
+  spec.clusters = 1000;
+  spec.std = 0.4f;
+  spec.normalize = normalize;
+  spec.seed = seed;
+  return generate(spec);
+}
+
+AnnCase load_case(const std::string& name, const Options& o, const Context& ctx) {
+  AnnCase c;
+  c.name = name;
+  const bool quick = o.quick;
+  if (name == "wordnet") {
+    c.metric = Metric::cosine;
+    c.base = read_matrix(o.data + "/base_minilm_f16.npy");
+    c.queries = read_matrix(o.data + "/queries_minilm_f16.npy");
+    c.truth = read_truth(o.data + "/groundtruth_cosine.ivecs", c.queries.rows(), kK);
+    return c;
+  }
+  if (name == "synthetic") {
+    c.metric = Metric::sqeuclidean;
+    // Base and queries from one clustered draw, so queries fall where the data are.
+    Matrix<float> all = clustered(quick ? 50000 : 1000000 + 10000, 128, false, o.seed + 11);
+    const int64_t m = quick ? 1000 : 10000, n = all.rows() - m;
+    c.base = Matrix<float>(n, 128);
+    c.queries = Matrix<float>(m, 128);
+    std::copy_n(all.data(), c.base.size(), c.base.data());
+    std::copy_n(all.data() + c.base.size(), c.queries.size(), c.queries.data());
+  } else if (name == "seed") {
+    c.metric = Metric::cosine;
+    Matrix<float> all = clustered(quick ? 20000 : 400000 + 1000, 1024, true, o.seed + 13);
+    const int64_t m = quick ? 200 : 1000, n = all.rows() - m;
+    c.base = Matrix<float>(n, 1024);
+    c.queries = Matrix<float>(m, 1024);
+    std::copy_n(all.data(), c.base.size(), c.base.data());
+    std::copy_n(all.data() + c.base.size(), c.queries.size(), c.queries.data());
+  } else {
+    throw Error(ErrorCode::invalid_argument, "--cases: no ann case '" + name + "' (wordnet, synthetic, seed)");
+  }
+  c.truth = knn(ctx, c.queries.view(), c.base.view(), kK, c.metric).ids;
+  return c;
+}
+
+struct Point {
+  std::string index;
+  int64_t nlist = 0, nprobe = 0;
+  double recall = 0, qps = 0, p50_ms = 0, p99_ms = 0, build_s = 0;
+  size_t memory = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+Point measure(const Setup& s, const Index& index, const AnnCase& c, int64_t nprobe, int64_t singles) {
+  SearchParams sp;
+  sp.nprobe = nprobe;
+  Point p;
+  IndexSearchResult r;
+  const std::vector<double> ms = time_runs([&] { r = index.search(s.ctx, c.queries.view(), kK, sp); }, s.warmup, s.repeat);
+  p.qps = double(c.queries.rows()) / (summarize(ms).median_ms / 1e3);
+  p.recall = double(count_hits(r.ids, c.truth, kK)) / double(c.queries.rows() * kK);
+  std::vector<double> lat;
+  const int64_t n1 = std::min(singles, c.queries.rows());
+  for (int64_t i = 0; i < n1 + 3; ++i) {
+    const MatrixView<const float> q{c.queries.data() + (i % n1) * c.queries.cols(), 1, c.queries.cols()};
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)index.search(s.ctx, q, kK, sp);
+    if (i >= 3) lat.push_back(1e3 * since(t0));  // the first three warm caches and device lists
+  }
+  p.p50_ms = percentile(lat, 0.5);
+  p.p99_ms = percentile(lat, 0.99);
+  return p;
+}
+
+}  // namespace
+
+void run_ann_suite(const Options& o) {
+  const std::vector<std::string> names = split_list(o.cases, "--cases");
+  Setup s = prepare(o, "ann", /*gpu_repeat=*/10, /*cpu_repeat=*/3, /*gpu_warmup=*/1, /*cpu_warmup=*/1);
+  const std::vector<int64_t> nprobes =
+      parse_int_list(o.sizes.empty() ? "1,2,4,8,16,32,64,128" : o.sizes, "--nprobe", "1,2,4,8");
+  std::printf(
+      "  workload:  k = %lld; QPS = queries / median time of one batched search of all of them;\n"
+      "             latency = one query per call, p50 / p99 over %lld calls; recall@10 vs float64 truth\n\n",
+      (long long)kK, (long long)o.single);
+  std::string csv = "system,case,index,nlist,nprobe,recall_at_10,qps,p50_ms,p99_ms,build_s,memory_bytes,device\n";
+  const std::string device = s.ctx.device == Device::gpu ? "gpu" : "cpu";
+  for (const std::string& name : names) {
+    auto t0 = std::chrono::steady_clock::now();
+    const AnnCase c = load_case(name, o, s.ctx);
+    std::printf("  %s: %lld x %lld base, %lld queries, %s (ready in %.1f s)\n", name.c_str(), (long long)c.base.rows(),
+                (long long)c.base.cols(), (long long)c.queries.rows(), to_string(c.metric), since(t0));
+    if (!o.save.empty()) {
+      write_matrix(o.save + "/" + name + "_base.npy", c.base.view());
+      write_matrix(o.save + "/" + name + "_queries.npy", c.queries.view());
+      write_ids(o.save + "/" + name + "_truth.npy", c.truth.view());
+    }
+    std::printf("  %-9s %7s %7s %9s %12s %9s %9s %9s %10s\n", "index", "nlist", "nprobe", "recall@10", "QPS", "p50 ms",
+                "p99 ms", "build s", "memory MB");
+    auto emit = [&](const Point& p) {
+      std::printf("  %-9s %7lld %7lld %9.4f %12.0f %9.3f %9.3f %9.2f %10.1f\n", p.index.c_str(), (long long)p.nlist,
+                  (long long)p.nprobe, p.recall, p.qps, p.p50_ms, p.p99_ms, p.build_s, double(p.memory) / 1e6);
+      std::fflush(stdout);
+      char line[512];
+      std::snprintf(line, sizeof line, "simkit,%s,%s,%lld,%lld,%.5f,%.1f,%.4f,%.4f,%.3f,%zu,%s\n", name.c_str(),
+                    p.index.c_str(), (long long)p.nlist, (long long)p.nprobe, p.recall, p.qps, p.p50_ms, p.p99_ms,
+                    p.build_s, p.memory, device.c_str());
+      csv += line;
+    };
+    {
+      t0 = std::chrono::steady_clock::now();
+      auto flat = make_index("flat", c.base.cols(), c.metric);
+      flat->add(s.ctx, c.base.view());
+      const double build_s = since(t0);
+      Point p = measure(s, *flat, c, 0, o.single);
+      p.index = "flat", p.build_s = build_s, p.memory = flat->memory_bytes();
+      emit(p);
+    }
+    t0 = std::chrono::steady_clock::now();
+    auto ivf = make_index("ivf_flat,nlist=" + std::to_string(o.nlist) + ",seed=" + std::to_string(o.seed),
+                          c.base.cols(), c.metric);
+    ivf->train(s.ctx, c.base.view());
+    ivf->add(s.ctx, c.base.view());
+    const double build_s = since(t0);
+    for (int64_t np : nprobes) {
+      if (np > o.nlist) continue;
+      Point p = measure(s, *ivf, c, np, o.single);
+      p.index = "ivf_flat", p.nlist = o.nlist, p.nprobe = np, p.build_s = build_s, p.memory = ivf->memory_bytes();
+      emit(p);
+    }
+    std::printf("\n");
+  }
+  if (!o.csv.empty()) {
+    std::ofstream out(o.csv);
+    out << csv;
+    if (!out) throw Error(ErrorCode::io, "--csv: cannot write '" + o.csv + "'");
+  }
+}
+
+}  // namespace simkit::cli::bench

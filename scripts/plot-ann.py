@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Recall@10 against queries per second, one panel per case, for every CSV of `simkit bench ann`
+and bench/peers/ann_peers.py given (same columns). Exact searches are drawn as single points at
+their recall; approximate indexes as curves over their sweep (nprobe or ef).
+
+    python3 scripts/plot-ann.py simkit-ann.csv peers-ann.csv --out bench/results/ann.png
+"""
+
+import argparse
+import csv
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("csv", nargs="+")
+    p.add_argument("--out", required=True)
+    p.add_argument("--title", default="")
+    a = p.parse_args()
+    series = defaultdict(list)  # (case) -> rows
+    for path in a.csv:
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                series[r["case"]].append(r)
+    cases = sorted(series)
+    fig, axes = plt.subplots(1, len(cases), figsize=(6.5 * len(cases), 5), squeeze=False)
+    for ax, case in zip(axes[0], cases):
+        curves = defaultdict(list)
+        for r in series[case]:
+            label = f'{r["system"]} {r["index"]} ({r["device"]})'
+            if r["nlist"] not in ("", "0"):
+                label += f' nlist={r["nlist"]}'
+            curves[label].append((float(r["recall_at_10"]), float(r["qps"]), r["nprobe"]))
+        for label, pts in sorted(curves.items()):
+            pts.sort()
+            xs, ys = [x for x, _, _ in pts], [y for _, y, _ in pts]
+            style = "-o" if len(pts) > 1 else "*"
+            ax.plot(xs, ys, style, label=label, markersize=5 if len(pts) > 1 else 12)
+        ax.set_yscale("log")
+        ax.set_xlabel("recall@10")
+        ax.set_ylabel("queries per second (batched)")
+        ax.set_title(f"{case}{' - ' + a.title if a.title else ''}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=120)
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
