@@ -126,7 +126,9 @@ void search_on_host(const Context& ctx, const IvfSearchArgs& a) {
 void CudaBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
   const IvfLists& L = *a.lists;
   const int64_t m = a.Q.rows, d = L.dim, k = a.k, nprobe = a.nprobe, nlist = L.nlist;
-  const int64_t kc = L.plan.candidates(k, L.size());
+  // At least k slots even when the index holds fewer rows: sort_output writes k of kc, and
+  // the slots never filled come out padded.
+  const int64_t kc = std::max(L.plan.candidates(k, L.size()), k);
   if (kc > kIvfMaxCandidates) return search_on_host(ctx, a);
   const std::shared_ptr<const DeviceLists> D = device_lists(ctx, L);
   const int64_t dp4 = D->dp4, dp = 4 * dp4;
