@@ -10,6 +10,7 @@
 #include <shared_mutex>
 #include <vector>
 
+#include <simkit/device_matrix.hpp>
 #include <simkit/error.hpp>
 #include <simkit/knn.hpp>
 
@@ -65,6 +66,7 @@ class FlatIndex final : public Index {
     }
     vectors_ = std::move(merged);
     ids_.insert(ids);
+    drop_device_copy();
   }
 
   int64_t remove(ArrayView<const int64_t> gone) override {
@@ -80,6 +82,7 @@ class FlatIndex final : public Index {
       ++out;
     }
     vectors_.resize(out * d);
+    drop_device_copy();
     return ids_.erase(gone);
   }
 
@@ -94,7 +97,13 @@ class FlatIndex final : public Index {
       out.deliver(ctx);
       return;
     }
-    const MatrixView<const float> X{vectors_.data(), n, dim_};
+    // On the GPU the rows stay resident between searches (uploaded on the first one).
+    std::shared_ptr<const DeviceMatrix<float>> resident;
+    MatrixView<const float> X{vectors_.data(), n, dim_};
+    if (resolve_device(ctx) == Device::gpu) {
+      resident = rows_on_device(ctx);
+      X = resident->view();
+    }
     const std::vector<int64_t>& row_ids = ids_.sorted();
     const bool identity = row_ids.front() == 0 && row_ids.back() == n - 1;
     if (k <= n) {
@@ -135,11 +144,27 @@ class FlatIndex final : public Index {
   }
 
  private:
+  std::shared_ptr<const DeviceMatrix<float>> rows_on_device(const Context& ctx) const {
+    std::lock_guard g(device_mutex_);
+    if (!device_rows_ || device_id_ != ctx.gpu_id) {
+      device_rows_ = std::make_shared<const DeviceMatrix<float>>(ctx, MatrixView<const float>{vectors_.data(), ids_.size(), dim_});
+      device_id_ = ctx.gpu_id;
+    }
+    return device_rows_;
+  }
+  void drop_device_copy() {
+    std::lock_guard g(device_mutex_);
+    device_rows_.reset();
+  }
+
   int64_t dim_;
   Metric metric_;
   std::vector<float> vectors_;  // size() x dim, in id order
   IdSet ids_;
   mutable std::shared_mutex mutex_;
+  mutable std::mutex device_mutex_;
+  mutable std::shared_ptr<const DeviceMatrix<float>> device_rows_;
+  mutable int device_id_ = -1;
 };
 
 }  // namespace
