@@ -6,12 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -36,7 +36,8 @@
 namespace simkit::test {
 namespace {
 
-constexpr Metric kMetrics[] = {Metric::l2, Metric::sqeuclidean, Metric::cosine, Metric::dot, Metric::pearson, Metric::l1};
+constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
+                               Metric::dot, Metric::pearson,     Metric::l1};
 
 /// The test's index kinds, each with a description that a small set can train.
 struct Kind {
@@ -66,8 +67,8 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return std::string(kKinds[std::get<1>(info.param)].name) + "_" + backend_name(std::get<0>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, IndexContract, ::testing::Combine(::testing::ValuesIn(kBackends), ::testing::Values(0, 1)),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(Kinds, IndexContract,
+                         ::testing::Combine(::testing::ValuesIn(kBackends), ::testing::Values(0, 1)), param_name);
 
 /// Clustered rows: `clusters` centres in [-1, 1)^d and Gaussian spread around them.
 Matrix<float> clustered(int64_t n, int64_t d, int64_t clusters, double spread, uint64_t seed) {
@@ -93,8 +94,8 @@ std::vector<int64_t> scattered_ids(int64_t n, uint64_t seed) {
 void expect_same(const IndexSearchResult& a, const IndexSearchResult& b, const std::string& label) {
   ASSERT_EQ(a.ids.size(), b.ids.size()) << label;
   for (int64_t e = 0; e < a.ids.size(); ++e) {
-    ASSERT_EQ(a.ids.data()[e], b.ids.data()[e]) << label << ": query " << e / a.ids.cols() << " slot "
-                                                 << e % a.ids.cols();
+    ASSERT_EQ(a.ids.data()[e], b.ids.data()[e])
+        << label << ": query " << e / a.ids.cols() << " slot " << e % a.ids.cols();
     ASSERT_EQ(std::memcmp(a.values.data() + e, b.values.data() + e, sizeof(float)), 0)
         << label << ": query " << e / a.ids.cols() << " slot " << e % a.ids.cols() << ": " << a.values.data()[e]
         << " vs " << b.values.data()[e];
@@ -128,10 +129,10 @@ TEST_P(IndexContract, KBeyondSizeIsPadded) {
   for (Metric metric : kMetrics) {
     auto index = build(X, metric);
     ASSERT_TRUE(index->remove(std::vector<int64_t>(/*first 33 ids*/ [] {
-                  std::vector<int64_t> v(33);
-                  std::iota(v.begin(), v.end(), 0);
-                  return v;
-                }())) == 33);
+      std::vector<int64_t> v(33);
+      std::iota(v.begin(), v.end(), 0);
+      return v;
+    }())) == 33);
     ASSERT_EQ(index->size(), 7);
     const IndexSearchResult r = index->search(context(), Q.view(), 10, all_lists());
     for (int64_t q = 0; q < Q.rows(); ++q) {
@@ -184,8 +185,9 @@ TEST_P(IndexContract, IntegerTiesGoToTheLowerId) {
       // The reference in (value, id) order under the scattered ids.
       std::vector<std::pair<double, int64_t>> want;
       for (int64_t j = 0; j < X.rows(); ++j)
-        want.emplace_back(larger_is_better(metric) ? -ref.values[size_t(q)][size_t(j)] : ref.values[size_t(q)][size_t(j)],
-                          ids[size_t(ref.ids[size_t(q)][size_t(j)])]);
+        want.emplace_back(
+            larger_is_better(metric) ? -ref.values[size_t(q)][size_t(j)] : ref.values[size_t(q)][size_t(j)],
+            ids[size_t(ref.ids[size_t(q)][size_t(j)])]);
       std::sort(want.begin(), want.end());
       for (int64_t p = 0; p < 12; ++p)
         ASSERT_EQ(r.ids(q, p), want[size_t(p)].second) << kind().name << " " << to_string(metric) << " query " << q;
@@ -258,7 +260,8 @@ TEST_P(IndexContract, SaveLoadRoundTripAndAddAfterLoad) {
     // Adding to the loaded copy and to the original gives the same index.
     loaded->add(context(), more.view());
     index->add(context(), more.view());
-    expect_same(loaded->search(context(), Q.view(), 9, sp), index->search(context(), Q.view(), 9, sp), "add after load");
+    expect_same(loaded->search(context(), Q.view(), 9, sp), index->search(context(), Q.view(), 9, sp),
+                "add after load");
     // Saving again over the file replaces it whole.
     loaded->save(path);
     EXPECT_EQ(load_index(path)->size(), index->size());
@@ -331,10 +334,16 @@ TEST_P(IndexContract, BadInputIsRefusedAndChangesNothing) {
   expect_error([&] { index->add(context(), nan_rows.view()); }, ErrorCode::invalid_argument, "NaN");
   expect_error([&] { index->add(context(), random_matrix(4, 5, 43).view()); }, ErrorCode::invalid_argument,
                "dimension 5");
-  expect_error([&] { index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{7, 100}); },
-               ErrorCode::invalid_argument, "id 7 is already in the index");
-  expect_error([&] { index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{500, 500}); },
-               ErrorCode::invalid_argument, "more than once");
+  expect_error(
+      [&] {
+        index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{7, 100});
+      },
+      ErrorCode::invalid_argument, "id 7 is already in the index");
+  expect_error(
+      [&] {
+        index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{500, 500});
+      },
+      ErrorCode::invalid_argument, "more than once");
   expect_error([&] { index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{500}); },
                ErrorCode::invalid_argument, "1 ids for 2 vectors");
   expect_error([&] { index->add(context(), random_matrix(1, 6, 44).view(), std::vector<int64_t>{-3}); },
@@ -471,6 +480,24 @@ TEST(IndexGpuOnly, DeviceQueriesAndOutputs) {
     dv.copy_to_host(back.values.view());
     di.copy_to_host(back.ids.view());
     expect_same(back, host, description);
+  }
+}
+
+// Lists larger than the GPU budget stay on the host and are streamed a segment at a time; the
+// results are those of the CPU backend (which equal the resident GPU results, tested above).
+TEST(IndexGpuOnly, ListsBeyondTheBudgetAreStreamed) {
+  SIMKIT_REQUIRE_GPU();
+  const Matrix<float> X = clustered(20000, 64, 64, 0.3, 91), Q = random_matrix(300, 64, 92);
+  for (Metric metric : {Metric::l2, Metric::cosine, Metric::l1}) {
+    auto index = make_index("ivf_flat,nlist=64", 64, metric);
+    index->train(cpu_context(), X.view());
+    index->add(cpu_context(), X.view(), scattered_ids(X.rows(), 93));
+    SearchParams sp;
+    sp.nprobe = 9;
+    const IndexSearchResult want = index->search(cpu_context(), Q.view(), 10, sp);
+    // 8 MiB of working memory: the lists (~10 MiB interleaved plus row-major) do not fit half of it.
+    const IndexSearchResult got = index->search(gpu_context(size_t(8) << 20), Q.view(), 10, sp);
+    expect_same(got, want, std::string("streamed ") + to_string(metric));
   }
 }
 

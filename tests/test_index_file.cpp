@@ -14,8 +14,8 @@
 
 #include <simkit/error.hpp>
 
-#include "index/index_file.hpp"
 #include "expect_error.hpp"
+#include "index/index_file.hpp"
 
 namespace simkit::test {
 namespace {

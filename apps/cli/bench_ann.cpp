@@ -114,7 +114,8 @@ Point measure(const Setup& s, const Index& index, const AnnCase& c, int64_t npro
   sp.nprobe = nprobe;
   Point p;
   IndexSearchResult r;
-  const std::vector<double> ms = time_runs([&] { r = index.search(s.ctx, c.queries.view(), kK, sp); }, s.warmup, s.repeat);
+  const std::vector<double> ms =
+      time_runs([&] { r = index.search(s.ctx, c.queries.view(), kK, sp); }, s.warmup, s.repeat);
   p.qps = double(c.queries.rows()) / (summarize(ms).median_ms / 1e3);
   p.recall = double(count_hits(r.ids, c.truth, kK)) / double(c.queries.rows() * kK);
   std::vector<double> lat;

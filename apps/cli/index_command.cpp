@@ -105,7 +105,8 @@ void run_build(const BuildOptions& o) {
     description = "ivf_flat,nlist=" + std::to_string(o.nlist) + ",iterations=" + std::to_string(o.iterations) +
                   ",seed=" + std::to_string(o.seed);
     if (o.train_sample > 0) description += ",train_sample=" + std::to_string(o.train_sample);
-    if (!o.nprobe.empty()) description += ",nprobe=" + (o.nprobe == "seed" ? o.nprobe : std::to_string(parse_nprobe(o.nprobe)));
+    if (!o.nprobe.empty())
+      description += ",nprobe=" + (o.nprobe == "seed" ? o.nprobe : std::to_string(parse_nprobe(o.nprobe)));
   } else {
     bad("--type must be flat or ivf_flat, got '" + o.type + "'");
   }
@@ -118,7 +119,8 @@ void run_build(const BuildOptions& o) {
   if (!o.ids.empty()) ids = read_id_list(o.ids, X.rows());
   std::unique_ptr<Index> index = make_index(description, X.cols(), metric);
   if (o.type == "ivf_flat" && X.rows() < o.nlist)
-    bad("--nlist " + std::to_string(o.nlist) + " exceeds the " + with_commas(X.rows()) + " vectors in --base; lower it");
+    bad("--nlist " + std::to_string(o.nlist) + " exceeds the " + with_commas(X.rows()) +
+        " vectors in --base; lower it");
   index->train(ctx, X.view());
   index->add(ctx, X.view(), ids);
   index->save(o.out);
@@ -163,8 +165,8 @@ void run_search(const SearchOptions& o) {
   std::unique_ptr<Index> index = load_named(o.index);
   const Matrix<float> Q = read_points(o.queries, "--queries");
   if (Q.cols() != index->dim())
-    bad("dimension mismatch: --queries '" + o.queries + "' has d = " + std::to_string(Q.cols()) + ", the index has d = " +
-        std::to_string(index->dim()));
+    bad("dimension mismatch: --queries '" + o.queries + "' has d = " + std::to_string(Q.cols()) +
+        ", the index has d = " + std::to_string(index->dim()));
   if (extension_of(o.ids) == ".ivecs" && index->next_id() - 1 > std::numeric_limits<int32_t>::max())
     bad("--ids: .ivecs holds int32 ids but the index holds larger ones; use .npy (int64)");
   std::optional<Matrix<int64_t>> truth;
@@ -184,11 +186,11 @@ void run_search(const SearchOptions& o) {
   }
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
-  std::fprintf(stderr, "simkit index search: %s queries, k = %lld, %s (%s vectors, %s) on %s: %s, %s queries/s (load %s)\n",
-               with_commas(Q.rows()).c_str(), (long long)o.k, index->description().c_str(),
-               with_commas(index->size()).c_str(), to_string(index->metric()), where.c_str(),
-               format_duration(search_s).c_str(), with_commas(int64_t(Q.rows() / std::max(search_s, 1e-9))).c_str(),
-               format_duration(load_s).c_str());
+  std::fprintf(
+      stderr, "simkit index search: %s queries, k = %lld, %s (%s vectors, %s) on %s: %s, %s queries/s (load %s)\n",
+      with_commas(Q.rows()).c_str(), (long long)o.k, index->description().c_str(), with_commas(index->size()).c_str(),
+      to_string(index->metric()), where.c_str(), format_duration(search_s).c_str(),
+      with_commas(int64_t(Q.rows() / std::max(search_s, 1e-9))).c_str(), format_duration(load_s).c_str());
 }
 
 void run_info(const std::string& path) {
@@ -197,8 +199,8 @@ void run_info(const std::string& path) {
   const double load_s = seconds_since(t0);
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(path, ec);
-  std::printf("file         %s (%s bytes, loaded and checked in %s)\n", path.c_str(), with_commas(int64_t(bytes)).c_str(),
-              format_duration(load_s).c_str());
+  std::printf("file         %s (%s bytes, loaded and checked in %s)\n", path.c_str(),
+              with_commas(int64_t(bytes)).c_str(), format_duration(load_s).c_str());
   std::printf("type         %s\n", index->type().c_str());
   std::printf("description  %s\n", index->description().c_str());
   std::printf("metric       %s\n", to_string(index->metric()));
@@ -232,9 +234,12 @@ void add_index_command(CLI::App& app) {
   build->add_option("--metric", b->metric, "l2, sqeuclidean, l1, dot, cosine or pearson")->required();
   build->add_option("--out", b->out, "index file to write (replaced atomically)")->required();
   build->add_option("--ids", b->ids, "one int64 id per row (.npy / .ivecs); default 0 .. n-1");
-  build->add_option("--nlist", b->nlist, "ivf_flat: k-means cells (~ 4 sqrt(n) is a usual start)")->capture_default_str();
+  build->add_option("--nlist", b->nlist, "ivf_flat: k-means cells (~ 4 sqrt(n) is a usual start)")
+      ->capture_default_str();
   build->add_option("--nprobe", b->nprobe, "ivf_flat: default cells per search, or 'seed'; default max(1, nlist / 32)");
-  build->add_option("--train-sample", b->train_sample, "ivf_flat: k-means trains on this many rows; 0: min(n, 256 nlist)")
+  build
+      ->add_option("--train-sample", b->train_sample,
+                   "ivf_flat: k-means trains on this many rows; 0: min(n, 256 nlist)")
       ->capture_default_str();
   build->add_option("--iterations", b->iterations, "ivf_flat: Lloyd iterations at most")->capture_default_str();
   build->add_option("--seed", b->seed, "ivf_flat: k-means++ and sample seed")->capture_default_str();

@@ -50,11 +50,11 @@ struct SearchParams {
 
 /// Build parameters of ivf_flat, as the factory parses them from "ivf_flat,key=value,...".
 struct IvfFlatParams {
-  int64_t nlist = 1024;     // k-means cells ("nlist=")
-  int64_t nprobe = 0;       // default lists per search, 0: max(1, nlist / 32) ("nprobe=", or "nprobe=seed")
-  int64_t train_sample = 0; // k-means trains on this many rows drawn with the seed; 0: min(n, 256 nlist)
-  int iterations = 25;      // Lloyd iterations at most ("iterations=")
-  uint64_t seed = 0;        // k-means++ and the sample ("seed=")
+  int64_t nlist = 1024;      // k-means cells ("nlist=")
+  int64_t nprobe = 0;        // default lists per search, 0: max(1, nlist / 32) ("nprobe=", or "nprobe=seed")
+  int64_t train_sample = 0;  // k-means trains on this many rows drawn with the seed; 0: min(n, 256 nlist)
+  int iterations = 25;       // Lloyd iterations at most ("iterations=")
+  uint64_t seed = 0;         // k-means++ and the sample ("seed=")
 };
 
 struct IndexSearchResult {

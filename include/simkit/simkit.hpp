@@ -3,9 +3,9 @@
 #include <simkit/array.hpp>
 #include <simkit/context.hpp>
 #include <simkit/device_matrix.hpp>
-#include <simkit/index.hpp>
 #include <simkit/error.hpp>
 #include <simkit/gauss.hpp>
+#include <simkit/index.hpp>
 #include <simkit/io.hpp>
 #include <simkit/kmeans.hpp>
 #include <simkit/knn.hpp>

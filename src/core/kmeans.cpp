@@ -49,7 +49,6 @@ void check_params(MatrixView<const float> X, const KmeansParams& p, int64_t trai
   }
 }
 
-
 void copy_row(MatrixView<const float> X, int64_t from, Matrix<float>& C, int64_t to) {
   std::copy_n(X.row(from), X.cols, C.data() + to * X.cols);
 }

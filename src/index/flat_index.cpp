@@ -147,7 +147,8 @@ class FlatIndex final : public Index {
   std::shared_ptr<const DeviceMatrix<float>> rows_on_device(const Context& ctx) const {
     std::lock_guard g(device_mutex_);
     if (!device_rows_ || device_id_ != ctx.gpu_id) {
-      device_rows_ = std::make_shared<const DeviceMatrix<float>>(ctx, MatrixView<const float>{vectors_.data(), ids_.size(), dim_});
+      device_rows_ =
+          std::make_shared<const DeviceMatrix<float>>(ctx, MatrixView<const float>{vectors_.data(), ids_.size(), dim_});
       device_id_ = ctx.gpu_id;
     }
     return device_rows_;

@@ -15,16 +15,16 @@ void check_rows(const Context& ctx, MatrixView<const float> X, int64_t dim, cons
   SIMKIT_EXPECTS(X.data != nullptr || X.empty(), invalid_argument, what, ": the vectors have no data");
   SIMKIT_EXPECTS(X.rows >= 1, invalid_argument, what, ": no vectors given");
   SIMKIT_EXPECTS(X.where == Memory::host, invalid_argument, what, ": the vectors must be in host memory");
-  SIMKIT_EXPECTS(X.cols == dim, invalid_argument, what, ": vectors of dimension ", X.cols, " for an index of dimension ",
-                 dim);
+  SIMKIT_EXPECTS(X.cols == dim, invalid_argument, what, ": vectors of dimension ", X.cols,
+                 " for an index of dimension ", dim);
   check_host_finite(ctx, {{X, "vectors"}});
 }
 
 void check_search(const Context& ctx, MatrixView<const float> Q, int64_t dim, int64_t k, MatrixView<float> values,
                   MatrixView<int64_t> ids) {
   check_points(Q, "queries");
-  SIMKIT_EXPECTS(Q.cols == dim, invalid_argument, "search: queries of dimension ", Q.cols, " for an index of dimension ",
-                 dim);
+  SIMKIT_EXPECTS(Q.cols == dim, invalid_argument, "search: queries of dimension ", Q.cols,
+                 " for an index of dimension ", dim);
   SIMKIT_EXPECTS(k >= 1, invalid_argument, "search: k must be at least 1, got ", k);
   check_output_shape(values, Q.rows, k, "values");
   check_output_shape(ids, Q.rows, k, "ids");

@@ -98,8 +98,9 @@ class IvfFlatIndex final : public Index {
 
   void train(const Context& ctx, MatrixView<const float> X) override {
     check_rows(ctx, X, lists_.dim, "train");
-    SIMKIT_EXPECTS(X.rows >= params_.nlist, invalid_argument, "train: ", X.rows, " vectors cannot form nlist = ",
-                   params_.nlist, " cells; give at least nlist vectors (FAISS suggests 39 per cell) or lower nlist");
+    SIMKIT_EXPECTS(X.rows >= params_.nlist, invalid_argument, "train: ", X.rows,
+                   " vectors cannot form nlist = ", params_.nlist,
+                   " cells; give at least nlist vectors (FAISS suggests 39 per cell) or lower nlist");
     std::unique_lock lock(mutex_);
     SIMKIT_EXPECTS(lists_.size() == 0, invalid_argument, "train: the index already holds ", lists_.size(),
                    " vectors, which new cells would misplace; build a new index");
@@ -118,8 +119,8 @@ class IvfFlatIndex final : public Index {
     }
     KmeansParams kp;
     kp.k = params_.nlist;
-    kp.metric = lists_.coarse == Metric::sqeuclidean || lists_.coarse == Metric::dot ? Metric::sqeuclidean
-                                                                                      : Metric::cosine;
+    kp.metric =
+        lists_.coarse == Metric::sqeuclidean || lists_.coarse == Metric::dot ? Metric::sqeuclidean : Metric::cosine;
     kp.max_iterations = params_.iterations;
     kp.seed = params_.seed;
     if (ctx.progress)
@@ -146,7 +147,8 @@ class IvfFlatIndex final : public Index {
     const int64_t nlist = lists_.nlist, d = lists_.dim, n_old = lists_.size(), m = X.rows;
     std::vector<int64_t> offsets(static_cast<size_t>(nlist + 1), 0);
     for (int64_t l = 0; l < nlist; ++l)
-      offsets[static_cast<size_t>(l + 1)] = lists_.offsets[static_cast<size_t>(l + 1)] - lists_.offsets[static_cast<size_t>(l)];
+      offsets[static_cast<size_t>(l + 1)] =
+          lists_.offsets[static_cast<size_t>(l + 1)] - lists_.offsets[static_cast<size_t>(l)];
     for (int64_t i = 0; i < m; ++i) ++offsets[static_cast<size_t>(cell.ids.data()[i] + 1)];
     for (int64_t l = 0; l < nlist; ++l) offsets[static_cast<size_t>(l + 1)] += offsets[static_cast<size_t>(l)];
     std::vector<std::vector<int64_t>> members(static_cast<size_t>(nlist));
@@ -215,8 +217,8 @@ class IvfFlatIndex final : public Index {
     return removed;
   }
 
-  void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams& sp, MatrixView<float> values,
-              MatrixView<int64_t> ids) const override {
+  void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams& sp,
+              MatrixView<float> values, MatrixView<int64_t> ids) const override {
     check_search(ctx, Q, lists_.dim, k, values, ids);
     const int64_t nprobe = resolve_nprobe(sp.nprobe);
     std::shared_lock lock(mutex_);

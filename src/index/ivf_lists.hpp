@@ -36,13 +36,13 @@ class IvfDeviceLists {
 struct IvfLists {
   int64_t dim = 0;
   int64_t nlist = 0;
-  MetricPlan plan;                 // the index's metric
+  MetricPlan plan;                      // the index's metric
   Metric coarse = Metric::sqeuclidean;  // how queries and added rows are compared with centroids
-  std::vector<float> centroids;    // nlist x dim
-  std::vector<int64_t> offsets;    // nlist + 1
-  std::vector<float> vectors;      // size() x dim, list after list
-  std::vector<int64_t> ids;        // the user id of each row
-  cpu::RowStats stats;             // per row, what plan's epilogue needs (cpu/dot_family.hpp)
+  std::vector<float> centroids;         // nlist x dim
+  std::vector<int64_t> offsets;         // nlist + 1
+  std::vector<float> vectors;           // size() x dim, list after list
+  std::vector<int64_t> ids;             // the user id of each row
+  cpu::RowStats stats;                  // per row, what plan's epilogue needs (cpu/dot_family.hpp)
 
   int64_t size() const noexcept { return offsets.empty() ? 0 : offsets.back(); }
   MatrixView<const float> rows() const noexcept { return {vectors.data(), size(), dim}; }

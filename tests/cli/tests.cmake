@@ -35,3 +35,8 @@ add_test(NAME install_consumer
                  ${PROJECT_SOURCE_DIR}/tests/consumer ${SIMKIT_CLI_TEST_WORK}/consumer ${CMAKE_CXX_COMPILER}
                  $<CONFIG>)
 set_tests_properties(install_consumer PROPERTIES LABELS cpu TIMEOUT 600)
+
+add_test(NAME cli_index_contract
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/index_contract.sh $<TARGET_FILE:simkit_cli>
+                 ${SIMKIT_CLI_TEST_WORK}/index_contract)
+set_tests_properties(cli_index_contract PROPERTIES LABELS cpu TIMEOUT 120)

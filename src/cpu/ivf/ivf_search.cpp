@@ -75,8 +75,8 @@ void finish_query(const IvfLists& L, const float* q, std::vector<Candidate>& can
   }
   ranked.clear();
   for (const Candidate& c : cands) {
-    const double key = plan.rescores() ? exact_key(plan.exact, q, L.vectors.data() + c.id * L.dim, L.dim)
-                                       : static_cast<double>(c.key);
+    const double key =
+        plan.rescores() ? exact_key(plan.exact, q, L.vectors.data() + c.id * L.dim, L.dim) : static_cast<double>(c.key);
     ranked.emplace_back(key, L.ids[static_cast<size_t>(c.id)]);
   }
   const int64_t have = std::min<int64_t>(k, static_cast<int64_t>(ranked.size()));
@@ -140,7 +140,8 @@ void CpuBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
       std::vector<Task> tasks;
       for (int64_t l = 0; l < L.nlist; ++l) {
         const int64_t len = L.offsets[static_cast<size_t>(l + 1)] - L.offsets[static_cast<size_t>(l)];
-        for (int64_t p = list_start[static_cast<size_t>(l)]; p < list_start[static_cast<size_t>(l + 1)]; p += kQueryTile) {
+        for (int64_t p = list_start[static_cast<size_t>(l)]; p < list_start[static_cast<size_t>(l + 1)];
+             p += kQueryTile) {
           const int64_t count = std::min(kQueryTile, list_start[static_cast<size_t>(l + 1)] - p);
           tasks.push_back({l, p, count, static_cast<double>(len + 64) * static_cast<double>(count)});
         }

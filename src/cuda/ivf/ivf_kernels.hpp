@@ -29,21 +29,22 @@ enum class IvfKey : int {
 constexpr int kScanQueries = 8;
 
 struct IvfScanArgs {
-  const float4* inter;          // the interleaved lists
-  int64_t dp4;                  // float4 chunks per row
-  const int64_t* group_start;   // nlist + 1: each list's first group
-  const int64_t* row_start;     // nlist + 1: each list's first row (position)
-  const float* aux;             // per position, as IvfKey says (unused for dot, l1)
-  const int64_t* rank_of_pos;   // per position
-  const float4* queries;        // prepared queries, m x dp4
-  const int64_t* item_list;     // per work item: the list,
-  const int64_t* item_first;    //   its first entry in `pairs`,
-  const int32_t* item_count;    //   and how many queries (<= kScanQueries)
-  const int64_t* pairs;         // (query * nprobe + probe), grouped by list
+  const float4* inter;         // the interleaved lists, from group `group_base` on
+  int64_t group_base;          // 0, or the first group of the segment streamed in (ivf_search.cpp)
+  int64_t dp4;                 // float4 chunks per row
+  const int64_t* group_start;  // nlist + 1: each list's first group
+  const int64_t* row_start;    // nlist + 1: each list's first row (position)
+  const float* aux;            // per position, as IvfKey says (unused for dot, l1)
+  const int64_t* rank_of_pos;  // per position
+  const float4* queries;       // prepared queries, m x dp4
+  const int64_t* item_list;    // per work item: the list,
+  const int64_t* item_first;   //   its first entry in `pairs`,
+  const int32_t* item_count;   //   and how many queries (<= kScanQueries)
+  const int64_t* pairs;        // (query * nprobe + probe), grouped by list
   int64_t nprobe;
-  int kc;                       // candidates kept per (query, probe)
-  float* slot_keys;             // (query * nprobe + probe) * kc + i
-  int64_t* slot_ranks;          //   the same, ranks; an empty slot is (+inf, INT64_MAX)
+  int kc;               // candidates kept per (query, probe)
+  float* slot_keys;     // (query * nprobe + probe) * kc + i
+  int64_t* slot_ranks;  //   the same, ranks; an empty slot is (+inf, INT64_MAX)
 };
 
 /// Largest kc the device scan keeps (its list capacity); beyond it the host scans.

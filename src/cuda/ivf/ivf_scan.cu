@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(IvfScanArgs a) {
   __syncthreads();
 
   const int64_t r0 = a.row_start[list], len = a.row_start[list + 1] - r0;
-  const float4* groups = a.inter + a.group_start[list] * dp4 * 32;
+  const float4* groups = a.inter + (a.group_start[list] - a.group_base) * dp4 * 32;
   float* lk = lk_all + warp * C;
   int64_t* li = li_all + warp * C;
   float* bk = bk_all + warp * B;
@@ -259,10 +259,18 @@ void ivf_merge(int capacity, int64_t queries, int64_t per_query, int kc, const f
                const int64_t* slot_ranks, float* keys, int64_t* ranks, cudaStream_t s) {
   const unsigned blocks = unsigned((queries + kMergeWarps - 1) / kMergeWarps);
   switch (capacity) {
-    case 32: merge_kernel<32><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks); break;
-    case 64: merge_kernel<64><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks); break;
-    case 128: merge_kernel<128><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks); break;
-    default: merge_kernel<256><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks); break;
+    case 32:
+      merge_kernel<32><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks);
+      break;
+    case 64:
+      merge_kernel<64><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks);
+      break;
+    case 128:
+      merge_kernel<128><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks);
+      break;
+    default:
+      merge_kernel<256><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks);
+      break;
   }
   check_launch("ivf merge_kernel");
 }

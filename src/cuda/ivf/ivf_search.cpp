@@ -20,6 +20,8 @@
 #include <simkit/device_matrix.hpp>
 #include <simkit/error.hpp>
 
+#include "core/exact_metric.hpp"
+#include "core/rescore.hpp"
 #include "cuda/call.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
@@ -35,7 +37,10 @@ namespace {
 /// The device copy of one IvfLists (see ivf_kernels.hpp for the layout).
 class DeviceLists final : public IvfDeviceLists {
  public:
-  DeviceLists(const Context& ctx, const IvfLists& L) : gpu_id(ctx.gpu_id) {
+  /// With `stream`, the interleaved rows stay in host memory (inter_host) and each search
+  /// uploads them a segment at a time; the row-major rows are not uploaded at all (the
+  /// re-score then runs on the host).
+  DeviceLists(const Context& ctx, const IvfLists& L, bool stream) : gpu_id(ctx.gpu_id), streamed(stream) {
     const int64_t n = L.size(), d = L.dim, nlist = L.nlist;
     dp4 = (d + 3) / 4;
     const int64_t dp = dp4 * 4;
@@ -56,7 +61,8 @@ class DeviceLists final : public IvfDeviceLists {
     const size_t count = static_cast<size_t>(n);
     std::vector<int64_t> pos_of_rank(count), rank_of_pos(count), uid_of_rank(count);
     std::iota(pos_of_rank.begin(), pos_of_rank.end(), int64_t{0});
-    std::sort(pos_of_rank.begin(), pos_of_rank.end(), [&](int64_t a, int64_t b) { return L.ids[size_t(a)] < L.ids[size_t(b)]; });
+    std::sort(pos_of_rank.begin(), pos_of_rank.end(),
+              [&](int64_t a, int64_t b) { return L.ids[size_t(a)] < L.ids[size_t(b)]; });
     for (int64_t r = 0; r < n; ++r) {
       rank_of_pos[size_t(pos_of_rank[size_t(r)])] = r;
       uid_of_rank[size_t(r)] = L.ids[size_t(pos_of_rank[size_t(r)])];
@@ -65,29 +71,47 @@ class DeviceLists final : public IvfDeviceLists {
       using T = typename std::decay_t<decltype(host)>::value_type;
       dst = DeviceMatrix<T>(ctx, MatrixView<const T>{host.data(), int64_t(host.size()), 1});
     };
-    up(inter_d, inter);
+    if (streamed) {
+      inter_host = std::move(inter);
+      pos_of_rank_host = pos_of_rank;
+      uid_of_rank_host = uid_of_rank;
+    } else {
+      up(inter_d, inter);
+      up(rows_d, L.vectors);
+    }
     up(aux_d, aux);
     up(group_start_d, group_start);
     up(row_start_d, L.offsets);
     up(rank_of_pos_d, rank_of_pos);
     up(pos_of_rank_d, pos_of_rank);
     up(uid_of_rank_d, uid_of_rank);
-    up(rows_d, L.vectors);
     up(centroids_d, L.centroids);
   }
 
+  /// Bytes the resident form takes beyond the small per-row arrays: interleaved plus row-major rows.
+  static size_t resident_bytes(const IvfLists& L) {
+    int64_t groups = 0;
+    for (int64_t l = 0; l < L.nlist; ++l) groups += (L.offsets[size_t(l + 1)] - L.offsets[size_t(l)] + 31) / 32;
+    return size_t(groups) * 32 * size_t((L.dim + 3) / 4 * 4) * 4 + L.vectors.size() * 4;
+  }
+
   int gpu_id;
+  bool streamed;
   int64_t dp4 = 0;
   std::vector<int64_t> group_start;
+  std::vector<float> inter_host;  // streamed only
+  std::vector<int64_t> pos_of_rank_host, uid_of_rank_host;
   DeviceMatrix<float> inter_d, aux_d, rows_d, centroids_d;
   DeviceMatrix<int64_t> group_start_d, row_start_d, rank_of_pos_d, pos_of_rank_d, uid_of_rank_d;
 };
 
-std::shared_ptr<const DeviceLists> device_lists(const Context& ctx, const IvfLists& L) {
+/// The cached device form, made on first use: resident when it takes at most half the working
+/// budget, else streamed.
+std::shared_ptr<const DeviceLists> device_lists(const Context& ctx, const IvfLists& L, size_t budget) {
   std::lock_guard g(L.device_mutex);
   auto have = std::dynamic_pointer_cast<const DeviceLists>(L.device);
   if (!have || have->gpu_id != ctx.gpu_id) {
-    have = std::make_shared<const DeviceLists>(ctx, L);
+    have = std::make_shared<const DeviceLists>(ctx, L, DeviceLists::resident_bytes(L) > budget / 2);
     L.device = std::const_pointer_cast<DeviceLists>(have);
   }
   return have;
@@ -121,6 +145,49 @@ void search_on_host(const Context& ctx, const IvfSearchArgs& a) {
   cpu_backend().ivf_search(host, h);
 }
 
+/// Step 4 on the host, for streamed lists (the rows are not on the device): each query's kc
+/// candidates re-scored against the host rows and ranked by (value, id), as core/rescore.hpp.
+void rank_on_host(const IvfLists& L, const DeviceLists& D, const IvfSearchArgs& a, int64_t q0, int64_t b, int64_t kc,
+                  const float* cand_keys, const int64_t* cand_ranks, cudaStream_t s) {
+  const int64_t d = L.dim, k = a.k;
+  std::vector<float> keys_f(size_t(b * kc)), q;
+  std::vector<int64_t> ranks(size_t(b * kc));
+  check_cuda(cudaMemcpyAsync(keys_f.data(), cand_keys, keys_f.size() * 4, cudaMemcpyDeviceToHost, s),
+             "cudaMemcpyAsync");
+  copy_sync(ranks.data(), cand_ranks, ranks.size() * 8, cudaMemcpyDeviceToHost, s);
+  const float* Q = a.Q.data + q0 * d;
+  if (a.Q.where == Memory::device) {
+    q.resize(size_t(b * d));
+    copy_sync(q.data(), Q, q.size() * 4, cudaMemcpyDeviceToHost, s);
+    Q = q.data();
+  }
+  constexpr int64_t kEmpty = std::numeric_limits<int64_t>::max();
+  std::vector<double> keys(size_t(b * kc));
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int64_t i = 0; i < b * kc; ++i) {
+    const int64_t rank = ranks[size_t(i)];
+    if (rank == kEmpty) {
+      keys[size_t(i)] = std::numeric_limits<double>::infinity();
+    } else if (L.plan.rescores()) {
+      const int64_t pos = D.pos_of_rank_host[size_t(rank)];
+      keys[size_t(i)] = exact_key(L.plan.exact, Q + (i / kc) * d, L.vectors.data() + pos * d, d);
+    } else {
+      keys[size_t(i)] = double(keys_f[size_t(i)]);
+    }
+  }
+  float* values = a.values.row(q0);
+  int64_t* ids = a.ids.row(q0);
+  rank_exact_rows(L.plan, keys.data(), ranks.data(), b, kc, k, values, ids);
+  const float worst = L.plan.negate ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < b * k; ++i) {
+    if (ids[i] < 0 || ids[i] == kEmpty) {
+      ids[i] = -1, values[i] = worst;
+    } else {
+      ids[i] = D.uid_of_rank_host[size_t(ids[i])];
+    }
+  }
+}
+
 }  // namespace
 
 void CudaBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
@@ -130,20 +197,29 @@ void CudaBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
   // the slots never filled come out padded.
   const int64_t kc = std::max(L.plan.candidates(k, L.size()), k);
   if (kc > kIvfMaxCandidates) return search_on_host(ctx, a);
-  const std::shared_ptr<const DeviceLists> D = device_lists(ctx, L);
-  const int64_t dp4 = D->dp4, dp = 4 * dp4;
-  const int capacity = select_capacity(kc);
-
   Call call(ctx);
   Resources& r = call.r();
   const cudaStream_t s = call.stream();
+  const size_t budget = working_budget(ctx, r);
+  const std::shared_ptr<const DeviceLists> D = device_lists(ctx, L, budget);
+  const int64_t dp4 = D->dp4, dp = 4 * dp4;
+  const int capacity = select_capacity(kc);
+  // Streamed: a segment buffer of whole lists, at least the largest list, else a quarter of the budget.
+  size_t segment_bytes = 0;
+  if (D->streamed) {
+    size_t largest = 0;
+    for (int64_t l = 0; l < nlist; ++l)
+      largest =
+          std::max(largest, size_t(D->group_start[size_t(l + 1)] - D->group_start[size_t(l)]) * 32 * size_t(dp) * 4);
+    segment_bytes = std::max(largest, std::min(D->inter_host.size() * 4, budget / 4));
+  }
   const bool q_host = a.Q.where == Memory::host;
   const size_t per_query = size_t(q_host ? d * 4 : 0) + size_t(dp) * 4 + size_t(nprobe) * (4 + 8 + 8 + 20) +
                            size_t(nprobe) * size_t(kc) * 12 + size_t(kc) * 28 + size_t(k) * 24;
-  const size_t fixed = size_t(nlist) * 20 + 32 * Carver::alignment;
-  const size_t budget = working_budget(ctx, r);
+  const size_t fixed = size_t(nlist) * 20 + segment_bytes + 32 * Carver::alignment;
   if (budget < fixed + per_query)
-    throw Error(ErrorCode::out_of_memory, "ivf_flat search: one query needs " + std::to_string((fixed + per_query) >> 20) +
+    throw Error(ErrorCode::out_of_memory, "ivf_flat search: one query needs " +
+                                              std::to_string((fixed + per_query) >> 20) +
                                               " MiB of GPU working memory, more than the budget");
   // Batches of at most 16,384 queries keep the host's pair grouping small next to the scan.
   const int64_t mb = std::min<int64_t>({m, int64_t((budget - fixed) / per_query), 16384});
@@ -169,6 +245,7 @@ void CudaBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
   int64_t* out_ranks = carve.take<int64_t>(size_t(mb * k));
   float* final_values = carve.take<float>(size_t(mb * k));
   int64_t* final_ids = carve.take<int64_t>(size_t(mb * k));
+  float* segment = D->streamed ? carve.take<float>(segment_bytes / 4) : nullptr;
 
   std::vector<int64_t> probes_h, pairs_h, start(size_t(nlist + 1)), item_list, item_first;
   std::vector<int32_t> item_count;
@@ -189,7 +266,8 @@ void CudaBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
 
     // 1-2. Probes, then the pairs grouped by list.
     knn(quiet, KnnArgs{MatrixView<const float>{Qb, b, d, Memory::device},
-                       MatrixView<const float>{D->centroids_d.view().data, nlist, d, Memory::device}, nprobe, coarse, MatrixView<float>{probe_values, b, nprobe, Memory::device},
+                       MatrixView<const float>{D->centroids_d.view().data, nlist, d, Memory::device}, nprobe, coarse,
+                       MatrixView<float>{probe_values, b, nprobe, Memory::device},
                        MatrixView<int64_t>{probes, b, nprobe, Memory::device}});
     probes_h.resize(size_t(b * nprobe));
     copy_sync(probes_h.data(), probes, probes_h.size() * 8, cudaMemcpyDeviceToHost, s);
@@ -209,20 +287,65 @@ void CudaBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
         item_count.push_back(int32_t(std::min<int64_t>(kScanQueries, start[size_t(l + 1)] - p)));
       }
     const int64_t items = int64_t(item_list.size());
-    check_cuda(cudaMemcpyAsync(pairs_d, pairs_h.data(), pairs_h.size() * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-    check_cuda(cudaMemcpyAsync(item_list_d, item_list.data(), size_t(items) * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-    check_cuda(cudaMemcpyAsync(item_first_d, item_first.data(), size_t(items) * 8, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-    check_cuda(cudaMemcpyAsync(item_count_d, item_count.data(), size_t(items) * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(pairs_d, pairs_h.data(), pairs_h.size() * 8, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(item_list_d, item_list.data(), size_t(items) * 8, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(item_first_d, item_first.data(), size_t(items) * 8, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(item_count_d, item_count.data(), size_t(items) * 4, cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync");
 
     // 3. Scan, then each query's best kc.
-    const IvfScanArgs args{reinterpret_cast<const float4*>(D->inter_d.view().data), dp4, D->group_start_d.view().data,
-                           D->row_start_d.view().data, D->aux_d.view().data, D->rank_of_pos_d.view().data,
-                           reinterpret_cast<const float4*>(q_prep), item_list_d, item_first_d, item_count_d, pairs_d,
-                           nprobe, int(kc), slot_keys, slot_ranks};
-    ivf_scan(key_for(L.plan), capacity, items, args, s);
+    const IvfScanArgs args{reinterpret_cast<const float4*>(D->inter_d.view().data),
+                           0,
+                           dp4,
+                           D->group_start_d.view().data,
+                           D->row_start_d.view().data,
+                           D->aux_d.view().data,
+                           D->rank_of_pos_d.view().data,
+                           reinterpret_cast<const float4*>(q_prep),
+                           item_list_d,
+                           item_first_d,
+                           item_count_d,
+                           pairs_d,
+                           nprobe,
+                           int(kc),
+                           slot_keys,
+                           slot_ranks};
+    if (!D->streamed) {
+      ivf_scan(key_for(L.plan), capacity, items, args, s);
+    } else {
+      // Segments of consecutive lists that fit the buffer: upload, scan their items, next.
+      int64_t item = 0;
+      for (int64_t l0 = 0; l0 < nlist;) {
+        int64_t l1 = l0 + 1;
+        const int64_t g0 = D->group_start[size_t(l0)];
+        while (l1 < nlist && size_t(D->group_start[size_t(l1 + 1)] - g0) * 32 * size_t(dp) * 4 <= segment_bytes) ++l1;
+        const int64_t first = item;
+        while (item < items && item_list[size_t(item)] < l1) ++item;
+        if (item > first) {
+          const size_t bytes = size_t(D->group_start[size_t(l1)] - g0) * 32 * size_t(dp) * 4;
+          check_cuda(cudaMemcpyAsync(segment, D->inter_host.data() + size_t(g0) * 32 * size_t(dp), bytes,
+                                     cudaMemcpyHostToDevice, s),
+                     "cudaMemcpyAsync");
+          IvfScanArgs part = args;
+          part.inter = reinterpret_cast<const float4*>(segment);
+          part.group_base = g0;
+          part.item_list += first, part.item_first += first, part.item_count += first;
+          ivf_scan(key_for(L.plan), capacity, item - first, part, s);
+        }
+        l0 = l1;
+      }
+    }
     ivf_merge(capacity, b, nprobe * kc, int(kc), slot_keys, slot_ranks, cand_keys, cand_ranks, s);
 
     // 4. Re-score and rank.
+    if (D->streamed) {
+      rank_on_host(L, *D, a, q0, b, kc, cand_keys, cand_ranks, s);
+      if (ctx.progress) ctx.progress(double(q0 + b) / double(m));
+      continue;
+    }
     if (L.plan.rescores()) {
       ivf_lookup(cand_ranks, b * kc, D->pos_of_rank_d.view().data, std::numeric_limits<int64_t>::max(), cand_pos, s);
       rescore_keys(L.plan.exact, Qb, d, D->rows_d.view().data, d, d, cand_pos, kc, exact, kc, b, kc, s);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `simkit index`: build / add / remove / search / info as a program. Bad input exits 2 with one
+# "simkit: error:" line, writes nothing, and leaves an existing index file byte for byte as it
+# was (a failed add or remove never half-rewrites it); good runs print what they promise.
+#
+#   index_contract.sh SIMKIT_BINARY WORK_DIR
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+simkit=$1
+work=$2
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+keep=keep.simkit
+# shellcheck source=contract_lib.sh
+source "$here/contract_lib.sh"
+
+"$simkit" gen --rows 400 --dim 8 --distribution clustered --seed 1 --out base.npy >/dev/null 2>&1 || exit 1
+"$simkit" gen --rows 30 --dim 8 --seed 2 --out more.npy >/dev/null 2>&1 || exit 1
+"$simkit" gen --rows 20 --dim 8 --seed 3 --out q.npy >/dev/null 2>&1 || exit 1
+"$simkit" gen --rows 5 --dim 3 --seed 4 --out q3.npy >/dev/null 2>&1 || exit 1
+# One row of d = 8 whose fourth value is a NaN (0x7fc00000), little-endian.
+{ printf '\010\000\000\000'; head -c 12 /dev/zero; printf '\000\000\300\177'; head -c 16 /dev/zero; } >nan8.fvecs
+"$simkit" gen --rows 2 --dim 8 --seed 5 --out two.npy >/dev/null 2>&1 || exit 1
+# ids 0 and 5 as an .ivecs column (one id per row), and 3 ids for 30 rows.
+printf '\001\000\000\000\000\000\000\000\001\000\000\000\005\000\000\000' >ids_0_5.ivecs
+printf '\001\000\000\000\007\000\000\000\001\000\000\000\010\000\000\000\001\000\000\000\011\000\000\000' >ids3.ivecs
+"$simkit" index build --base base.npy --type ivf_flat --nlist 16 --metric l2 --out keep.simkit --device cpu \
+  >/dev/null 2>&1 || { echo "build failed"; exit 1; }
+cp keep.simkit keep.orig
+head -c 1000 keep.simkit >trunc.simkit
+
+I() { "$simkit" index "$@"; }
+bad "build: unknown type"       "--type must be"         -- I build --base base.npy --type hnsw --metric l2 --out out.simkit
+bad "build: unknown metric"     "metric"                 -- I build --base base.npy --metric hamming --out out.simkit
+bad "build: nlist > n"          "exceeds"                -- I build --base base.npy --nlist 401 --metric l2 --out out.simkit
+bad "build: NaN rows"           "nan"                    -- I build --base nan8.fvecs --type flat --metric l2 --out out.simkit
+bad "build: missing directory"  "does not exist"         -- I build --base base.npy --metric l2 --out nodir/out.simkit
+bad "add: wrong dimension"      "dimension"              -- I add --index keep.simkit --base q3.npy
+bad "add: NaN rows"             "nan"                    -- I add --index keep.simkit --base nan8.fvecs
+bad "add: ids clash"            "already in the index"   -- I add --index keep.simkit --base two.npy --ids ids_0_5.ivecs
+bad "add: id count"             "3 ids for 30"           -- I add --index keep.simkit --base more.npy --ids ids3.ivecs
+bad "add: truncated index"      "trunc.simkit"           -- I add --index trunc.simkit --base more.npy
+bad "search: k = 0"             "k must"                 -- I search --index keep.simkit --queries q.npy -k 0 --ids out.npy
+bad "search: nprobe 0"          "nprobe"                 -- I search --index keep.simkit --queries q.npy -k 3 --nprobe 0 --ids out.npy
+bad "search: wrong dimension"   "dimension"              -- I search --index keep.simkit --queries q3.npy -k 3 --ids out.npy
+bad "search: bad output"        "extension"              -- I search --index keep.simkit --queries q.npy -k 3 --ids out.txt
+bad "info: truncated"           "truncated"              -- I info --index trunc.simkit
+bad "info: missing"             "missing.simkit"         -- I info --index missing.simkit
+
+# Good runs: search with every list probed finds each base row's own id first; add continues
+# the ids; remove takes them out; info reports the size.
+checks=$((checks + 1))
+if I search --index keep.simkit --queries base.npy -k 1 --nprobe 16 --ids self.npy --device cpu >/dev/null 2>stderr.txt &&
+   python3 -c "import numpy as n; a=n.load('self.npy'); assert (a[:,0]==n.arange(400)).all()" 2>/dev/null; then
+  echo "ok   search: every row finds itself"
+else
+  command -v python3 >/dev/null && python3 -c "import numpy" 2>/dev/null && fail "search: rows do not find themselves"
+fi
+checks=$((checks + 1))
+cp keep.simkit work.simkit
+if I add --index work.simkit --base more.npy --device cpu >/dev/null 2>&1 &&
+   I info --index work.simkit | grep -qE '^vectors +430$' && I info --index work.simkit | grep -qE '^next id +430$' &&
+   I remove --index work.simkit --ids ids_0_5.ivecs | grep -q '^removed 2 of 2 ids$' &&
+   I info --index work.simkit | grep -qE '^vectors +428$'; then
+  echo "ok   add / remove / info"
+else
+  fail "add / remove / info: $(I info --index work.simkit 2>&1 | tr '\n' ' ')"
+fi
+expect_examples index
+finish
