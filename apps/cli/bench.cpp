@@ -213,7 +213,8 @@ void add_bench_command(CLI::App& app) {
   ann_cmd->add_option("--data", ann->data, "the WordNet directory (base, queries, truth)")->capture_default_str();
   ann_cmd->add_option("--save", ann->save, "write <case>_base.npy, _queries.npy, _truth.npy here for the peers");
   ann_cmd->footer(
-      "Example (CPU, with FAISS and hnswlib on the same files, then the plot):\n"
+      "Example:\n"
+      "  # simkit on the CPU, then FAISS and hnswlib on the same files, then one plot\n"
       "  simkit bench ann --device cpu --cases wordnet --save /tmp/ann --csv simkit-ann.csv\n"
       "  python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --csv peers-ann.csv\n"
       "  python3 scripts/plot-ann.py simkit-ann.csv peers-ann.csv --out ann.png\n");

@@ -72,26 +72,21 @@ AnnCase load_case(const std::string& name, const Options& o, const Context& ctx)
     c.truth = read_truth(o.data + "/groundtruth_cosine.ivecs", c.queries.rows(), kK);
     return c;
   }
+  // Base and queries from one clustered draw (n + m rows), so the queries fall where the data are.
+  int64_t n = 0, m = 0, d = 0;
+  bool unit = false;
   if (name == "synthetic") {
-    c.metric = Metric::sqeuclidean;
-    // Base and queries from one clustered draw, so queries fall where the data are.
-    Matrix<float> all = clustered(quick ? 50000 : 1000000 + 10000, 128, false, o.seed + 11);
-    const int64_t m = quick ? 1000 : 10000, n = all.rows() - m;
-    c.base = Matrix<float>(n, 128);
-    c.queries = Matrix<float>(m, 128);
-    std::copy_n(all.data(), c.base.size(), c.base.data());
-    std::copy_n(all.data() + c.base.size(), c.queries.size(), c.queries.data());
+    c.metric = Metric::sqeuclidean, n = quick ? 49000 : 1000000, m = quick ? 1000 : 10000, d = 128;
   } else if (name == "seed") {
-    c.metric = Metric::cosine;
-    Matrix<float> all = clustered(quick ? 20000 : 400000 + 1000, 1024, true, o.seed + 13);
-    const int64_t m = quick ? 200 : 1000, n = all.rows() - m;
-    c.base = Matrix<float>(n, 1024);
-    c.queries = Matrix<float>(m, 1024);
-    std::copy_n(all.data(), c.base.size(), c.base.data());
-    std::copy_n(all.data() + c.base.size(), c.queries.size(), c.queries.data());
+    c.metric = Metric::cosine, n = quick ? 19800 : 400000, m = quick ? 200 : 1000, d = 1024, unit = true;
   } else {
     throw Error(ErrorCode::invalid_argument, "--cases: no ann case '" + name + "' (wordnet, synthetic, seed)");
   }
+  const Matrix<float> all = clustered(n + m, d, unit, o.seed + (unit ? 13 : 11));
+  c.base = Matrix<float>(n, d);
+  c.queries = Matrix<float>(m, d);
+  std::copy_n(all.data(), c.base.size(), c.base.data());
+  std::copy_n(all.data() + c.base.size(), c.queries.size(), c.queries.data());
   c.truth = knn(ctx, c.queries.view(), c.base.view(), kK, c.metric).ids;
   return c;
 }

@@ -65,5 +65,15 @@ if I add --index work.simkit --base more.npy --device cpu >/dev/null 2>&1 &&
 else
   fail "add / remove / info: $(I info --index work.simkit 2>&1 | tr '\n' ' ')"
 fi
-expect_examples index
+# bench ann, smoke size: the flat row and ivf_flat with every list probed find every truth id.
+checks=$((checks + 1))
+if "$simkit" bench ann --quick --device cpu --cases synthetic --nlist 64 --nprobe 1,64 --single 5 --repeat 1 \
+     --csv ann.csv >ann.txt 2>&1 &&
+   grep -qE '^simkit,synthetic,flat,0,0,1\.00000,' ann.csv && grep -qE '^simkit,synthetic,ivf_flat,64,64,1\.00000,' ann.csv &&
+   grep -qE '^simkit,synthetic,ivf_flat,64,1,0\.' ann.csv; then
+  echo "ok   bench ann --quick: exact rows at recall 1"
+else
+  fail "bench ann --quick: $(tail -5 ann.txt; cat ann.csv 2>/dev/null)"
+fi
+expect_examples index "bench ann"
 finish
