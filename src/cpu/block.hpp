@@ -34,6 +34,9 @@ class BlockEngine {
   /// With the statistics already known (an index keeps its rows'); x_stats must outlive the engine.
   BlockEngine(const MetricPlan& plan, MatrixView<const float> Q, RowStats q_stats, MatrixView<const float> X,
               const RowStats& x_stats);
+  // x_stats_ may point into the engine itself: not copyable.
+  BlockEngine(const BlockEngine&) = delete;
+  BlockEngine& operator=(const BlockEngine&) = delete;
 
   int64_t dim() const noexcept { return Q_.cols; }
 

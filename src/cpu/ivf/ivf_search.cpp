@@ -36,10 +36,6 @@ namespace {
 // Slot memory per batch: queries x nprobe x kc candidates of 16 bytes.
 constexpr size_t kSlotBytes = size_t(64) << 20;
 
-struct Slot {
-  int64_t count = 0;  // candidates kept, <= kc
-};
-
 struct Task {
   int64_t list;
   int64_t first;  // into the batch's pairs sorted by list
@@ -110,7 +106,7 @@ void CpuBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
     const int64_t per_query = nprobe * kc * static_cast<int64_t>(sizeof(Candidate));
     const int64_t batch = std::clamp<int64_t>(static_cast<int64_t>(kSlotBytes) / per_query, 1, m);
     std::vector<Candidate> slots;
-    std::vector<Slot> slot_count;
+    std::vector<int64_t> slot_count;  // candidates kept per (query, probe), <= kc
     std::vector<int64_t> list_start(static_cast<size_t>(L.nlist + 1)), pairs;
     struct Scratch {
       BlockEngine::Workspace ws;
@@ -150,7 +146,7 @@ void CpuBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
       std::sort(tasks.begin(), tasks.end(), [](const Task& x, const Task& y) { return x.work > y.work; });
 
       slots.resize(static_cast<size_t>(B * nprobe * kc));
-      slot_count.assign(static_cast<size_t>(B * nprobe), Slot{});
+      slot_count.assign(static_cast<size_t>(B * nprobe), 0);
 
       // 3. Scan.
       const double lo = static_cast<double>(b0) / m, span = static_cast<double>(B) / m;
@@ -190,7 +186,7 @@ void CpuBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
               const int64_t pair = pairs[static_cast<size_t>(task.first + i)];
               const std::vector<Candidate>& best = sc.lists[static_cast<size_t>(i)].best();
               std::copy(best.begin(), best.end(), slots.begin() + pair * kc);
-              slot_count[static_cast<size_t>(pair)].count = static_cast<int64_t>(best.size());
+              slot_count[static_cast<size_t>(pair)] = static_cast<int64_t>(best.size());
             }
           },
           lo, lo + 0.9 * span);
@@ -204,7 +200,7 @@ void CpuBackend::ivf_search(const Context& ctx, const IvfSearchArgs& a) const {
             for (int64_t p = 0; p < nprobe; ++p) {
               const int64_t pair = i * nprobe + p;
               const auto first = slots.begin() + pair * kc;
-              sc.merged.insert(sc.merged.end(), first, first + slot_count[static_cast<size_t>(pair)].count);
+              sc.merged.insert(sc.merged.end(), first, first + slot_count[static_cast<size_t>(pair)]);
             }
             finish_query(L, Qb.row(i), sc.merged, kc, k, a.values.row(b0 + i), a.ids.row(b0 + i), sc.ranked);
           },
