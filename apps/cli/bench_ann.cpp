@@ -29,6 +29,7 @@
 #include <simkit/knn.hpp>
 
 #include "bench_harness.hpp"
+#include "cli_support.hpp"
 #include "generate.hpp"
 #include "recall.hpp"
 
@@ -44,10 +45,6 @@ struct AnnCase {
   Matrix<float> base, queries;
   Matrix<int64_t> truth;  // m x >= 10
 };
-
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 Matrix<float> clustered(int64_t n, int64_t d, bool normalize, uint64_t seed) {
   GenSpec spec;
@@ -119,7 +116,7 @@ Point measure(const Setup& s, const Index& index, const AnnCase& c, int64_t npro
     const MatrixView<const float> q{c.queries.data() + (i % n1) * c.queries.cols(), 1, c.queries.cols()};
     const auto t0 = std::chrono::steady_clock::now();
     (void)index.search(s.ctx, q, kK, sp);
-    if (i >= 3) lat.push_back(1e3 * since(t0));  // the first three warm caches and device lists
+    if (i >= 3) lat.push_back(1e3 * seconds_since(t0));  // the first three warm caches and device lists
   }
   p.p50_ms = percentile(lat, 0.5);
   p.p99_ms = percentile(lat, 0.99);
@@ -143,7 +140,7 @@ void run_ann_suite(const Options& o) {
     auto t0 = std::chrono::steady_clock::now();
     const AnnCase c = load_case(name, o, s.ctx);
     std::printf("  %s: %lld x %lld base, %lld queries, %s (ready in %.1f s)\n", name.c_str(), (long long)c.base.rows(),
-                (long long)c.base.cols(), (long long)c.queries.rows(), to_string(c.metric), since(t0));
+                (long long)c.base.cols(), (long long)c.queries.rows(), to_string(c.metric), seconds_since(t0));
     if (!o.save.empty()) {
       write_matrix(o.save + "/" + name + "_base.npy", c.base.view());
       write_matrix(o.save + "/" + name + "_queries.npy", c.queries.view());
@@ -165,7 +162,7 @@ void run_ann_suite(const Options& o) {
       t0 = std::chrono::steady_clock::now();
       auto flat = make_index("flat", c.base.cols(), c.metric);
       flat->add(s.ctx, c.base.view());
-      const double build_s = since(t0);
+      const double build_s = seconds_since(t0);
       Point p = measure(s, *flat, c, 0, o.single);
       p.index = "flat", p.build_s = build_s, p.memory = flat->memory_bytes();
       emit(p);
@@ -175,7 +172,7 @@ void run_ann_suite(const Options& o) {
                           c.base.cols(), c.metric);
     ivf->train(s.ctx, c.base.view());
     ivf->add(s.ctx, c.base.view());
-    const double build_s = since(t0);
+    const double build_s = seconds_since(t0);
     for (int64_t np : nprobes) {
       if (np > o.nlist) continue;
       Point p = measure(s, *ivf, c, np, o.single);

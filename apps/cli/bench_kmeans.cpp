@@ -26,6 +26,7 @@
 #include <simkit/matrix.hpp>
 
 #include "bench_harness.hpp"
+#include "cli_support.hpp"
 #include "generate.hpp"
 
 namespace simkit::cli::bench {
@@ -66,10 +67,6 @@ Matrix<float> points_for(KmeansCase& c, const Options& o, bool quick) {
   spec.std = 0.4f;
   spec.seed = o.seed * 1000003 + uint64_t(c.n);
   return generate(spec);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 double cost(const float* x, const float* c, int64_t d, Metric metric) {

@@ -135,7 +135,7 @@ std::string extension_of(const std::string& path) {
 void check_output_path(const std::string& path, std::string_view option,
                        std::initializer_list<std::string_view> allowed) {
   const std::string ext = extension_of(path);
-  if (std::find(allowed.begin(), allowed.end(), ext) == allowed.end()) {
+  if (allowed.size() > 0 && std::find(allowed.begin(), allowed.end(), ext) == allowed.end()) {
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
     throw Error(ErrorCode::invalid_argument,

@@ -82,7 +82,8 @@ Matrix<float> read_points(const std::string& path, std::string_view option);
 /// ".npy", ".fvecs", ... in lower case; empty when the name has no extension.
 std::string extension_of(const std::string& path);
 
-/// Refuses, before any work is done, an output path whose extension is not in `allowed`
+/// Refuses, before any work is done, an output path whose extension is not in `allowed` (any
+/// extension when `allowed` is empty)
 /// (Error invalid_argument) or whose directory does not exist or is a directory itself (Error io).
 void check_output_path(const std::string& path, std::string_view option,
                        std::initializer_list<std::string_view> allowed);

@@ -58,16 +58,6 @@ int64_t parse_nprobe(const std::string& text) {
   bad("--nprobe must be a positive integer or 'seed' (ceil(0.8 nlist)), got '" + text + "'");
 }
 
-/// An index file path to write: its directory must exist (the extension is free).
-void check_index_path(const std::string& path, const char* option) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw Error(ErrorCode::io, std::string(option) + ": '" + path + "' is a directory");
-  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec))
-    throw Error(ErrorCode::io, std::string(option) + ": directory '" + dir.string() + "' does not exist");
-}
-
 /// --ids for add/remove: one id per row (.npy or .ivecs), read up front.
 std::vector<int64_t> read_id_list(const std::string& path, int64_t expect) {
   Matrix<int64_t> m;
@@ -110,7 +100,7 @@ void run_build(const BuildOptions& o) {
   } else {
     bad("--type must be flat or ivf_flat, got '" + o.type + "'");
   }
-  check_index_path(o.out, "--out");
+  check_output_path(o.out, "--out", {});  // any extension; the directory must be writable
   ProgressBar bar("index build");
   Context ctx = make_context(o.run, bar.callback());
   const auto t0 = std::chrono::steady_clock::now();

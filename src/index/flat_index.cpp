@@ -12,8 +12,8 @@
 
 #include <simkit/device_matrix.hpp>
 #include <simkit/error.hpp>
-#include <simkit/knn.hpp>
 
+#include "core/backend.hpp"
 #include "index/id_set.hpp"
 #include "index/index_support.hpp"
 
@@ -97,27 +97,33 @@ class FlatIndex final : public Index {
       out.deliver(ctx);
       return;
     }
+    // The stored rows were checked when added or loaded, and Q by check_search: the backend's
+    // k-NN runs directly, without knn()'s NaN scan of the whole base on every search.
+    const detail::Backend& backend = backend_for(ctx, {Q.where, values.where}, "search");
     // On the GPU the rows stay resident between searches (uploaded on the first one).
     std::shared_ptr<const DeviceMatrix<float>> resident;
     MatrixView<const float> X{vectors_.data(), n, dim_};
-    if (resolve_device(ctx) == Device::gpu) {
+    if (backend.device() == Device::gpu) {
       resident = rows_on_device(ctx);
       X = resident->view();
     }
+    const MetricPlan plan = plan_metric(metric_);
     const std::vector<int64_t>& row_ids = ids_.sorted();
     const bool identity = row_ids.front() == 0 && row_ids.back() == n - 1;
     if (k <= n) {
       if (identity && values.where == Memory::device) {
-        simkit::knn(ctx, Q, X, k, metric_, values, ids);  // straight into the caller's device outputs
+        backend.knn(ctx, KnnArgs{Q, X, k, plan, values, ids});  // straight into the caller's device outputs
         return;
       }
-      simkit::knn(ctx, Q, X, k, metric_, out.values(), out.ids());
+      backend.knn(ctx, KnnArgs{Q, X, k, plan, out.values(), out.ids()});
     } else {
-      const KnnResult r = simkit::knn(ctx, Q, X, n, metric_);
+      Matrix<float> v(Q.rows, n);
+      Matrix<int64_t> r(Q.rows, n);
+      backend.knn(ctx, KnnArgs{Q, X, n, plan, v.view(), r.view()});
       out.pad_all(metric_);
       for (int64_t q = 0; q < Q.rows; ++q) {
-        std::copy_n(r.values.data() + q * n, n, out.values().row(q));
-        std::copy_n(r.ids.data() + q * n, n, out.ids().row(q));
+        std::copy_n(v.data() + q * n, n, out.values().row(q));
+        std::copy_n(r.data() + q * n, n, out.ids().row(q));
       }
     }
     if (!identity)

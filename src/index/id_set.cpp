@@ -26,8 +26,7 @@ std::vector<int64_t> IdSet::assign(ArrayView<const int64_t> given, int64_t n) co
   std::vector<int64_t> sorted = ids;
   std::sort(sorted.begin(), sorted.end());
   const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
-  SIMKIT_EXPECTS(dup == sorted.end(), invalid_argument, "add: id ", dup == sorted.end() ? 0 : *dup,
-                 " appears more than once in the batch");
+  SIMKIT_EXPECTS(dup == sorted.end(), invalid_argument, "add: id ", *dup, " appears more than once in the batch");
   for (int64_t id : sorted)
     SIMKIT_EXPECTS(!contains(id), invalid_argument, "add: id ", id,
                    " is already in the index (remove it first to replace its vector)");

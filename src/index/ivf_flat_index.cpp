@@ -44,19 +44,15 @@ Metric coarse_metric(Metric m) {
   }
 }
 
-/// Rows minus their own mean (float64 mean, rounded once), for pearson's training.
-Matrix<float> centred(MatrixView<const float> X) {
+/// Rows minus their own mean, for pearson's training: the centring its k-NN uses (cpu/dot_family.hpp).
+Matrix<float> centred(MatrixView<const float> X, int threads) {
+  const cpu::RowStats stats = cpu::row_stats(X, plan_metric(Metric::pearson), threads);
   Matrix<float> out(X.rows, X.cols);
-  for (int64_t i = 0; i < X.rows; ++i) {
-    double s = 0;
-    for (int64_t t = 0; t < X.cols; ++t) s += X(i, t);
-    const double mean = s / static_cast<double>(X.cols);
-    for (int64_t t = 0; t < X.cols; ++t) out(i, t) = static_cast<float>(static_cast<double>(X(i, t)) - mean);
-  }
+  cpu::centre_rows(X.data, X.rows, X.cols, stats.mean.data(), out.data());
   return out;
 }
 
-/// The rows of `stats` at the given positions, in that order.
+/// Appends row `row` of `from` to `to`.
 void append_stats(cpu::RowStats& to, const cpu::RowStats& from, int64_t row) {
   if (!from.sq.empty()) to.sq.push_back(from.sq[static_cast<size_t>(row)]);
   if (!from.inv.empty()) to.inv.push_back(from.inv[static_cast<size_t>(row)]);
@@ -114,7 +110,7 @@ class IvfFlatIndex final : public Index {
     }
     Matrix<float> centred_rows;
     if (metric_ == Metric::pearson) {
-      centred_rows = centred(T);
+      centred_rows = centred(T, cpu::cpu_threads(ctx));
       T = centred_rows.view();
     }
     KmeansParams kp;
