@@ -1,0 +1,282 @@
+"""pairwise, knn, gauss and kde: the engine's calls on two point sets."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Optional, Tuple, Union, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _arrays as A
+from . import _simkit
+
+Context = _simkit.Context
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+
+def _stream(*arrays: Any) -> int:
+    for a in arrays:
+        if A.on_gpu(a):
+            return A.stream_of(a)
+    return 0
+
+
+@overload
+def pairwise(
+    Q: npt.NDArray[Any],
+    X: Any,
+    metric: str = ...,
+    *,
+    context: Optional[Context] = ...,
+    device: Optional[str] = ...,
+    threads: Optional[int] = ...,
+    gpu_memory: Optional[int] = ...,
+) -> F32: ...
+@overload
+def pairwise(
+    Q: Any,
+    X: Any,
+    metric: str = ...,
+    *,
+    context: Optional[Context] = ...,
+    device: Optional[str] = ...,
+    threads: Optional[int] = ...,
+    gpu_memory: Optional[int] = ...,
+) -> Any: ...
+def pairwise(
+    Q: Any,
+    X: Any,
+    metric: str = "sqeuclidean",
+    *,
+    context: Optional[Context] = None,
+    device: Optional[str] = None,
+    threads: Optional[int] = None,
+    gpu_memory: Optional[int] = None,
+) -> Any:
+    """The m x n matrix S[i, j] = metric(Q[i], X[j]), float32.
+
+    Q: queries, m x d; X: base, n x d. NumPy arrays, anything numpy.asarray takes, or
+    DLPack arrays (torch, CuPy, JAX) on the host or a GPU, read in place. Other number types
+    are converted to float32 with one copy (float64 included), non-contiguous arrays are
+    copied. The result lives where Q lives, in Q's framework.
+
+    metric: 'sqeuclidean', 'l2', 'l1', 'dot', 'cosine' or 'pearson' (metric.hpp has the
+    formulas; cosine of a zero row is 0).
+
+    Raises ValueError for empty sets, mismatched dimensions, NaN/Inf, an unknown metric.
+
+    >>> import numpy as np, simkit
+    >>> X = np.random.default_rng(0).standard_normal((1000, 64), dtype=np.float32)
+    >>> S = simkit.pairwise(X[:5], X, "cosine")
+    >>> S.shape
+    (5, 1000)
+    """
+    ctx = A.context(context, device, threads, gpu_memory)
+    Qa, Xa = A.array_in(Q, "Q"), A.array_in(X, "X")
+    out = A.empty_like_framework(Qa, (Qa.shape[0], Xa.shape[0]), np.float32)
+    _simkit.pairwise(Qa, Xa, A.text(metric, "metric"), out, ctx, _stream(Qa, Xa))
+    return A.finish(out, Qa)
+
+
+@overload
+def knn(
+    Q: npt.NDArray[Any],
+    X: Any,
+    k: int,
+    metric: str = ...,
+    *,
+    context: Optional[Context] = ...,
+    device: Optional[str] = ...,
+    threads: Optional[int] = ...,
+    gpu_memory: Optional[int] = ...,
+) -> Tuple[F32, I64]: ...
+@overload
+def knn(
+    Q: Any,
+    X: Any,
+    k: int,
+    metric: str = ...,
+    *,
+    context: Optional[Context] = ...,
+    device: Optional[str] = ...,
+    threads: Optional[int] = ...,
+    gpu_memory: Optional[int] = ...,
+) -> Tuple[Any, Any]: ...
+def knn(
+    Q: Any,
+    X: Any,
+    k: int,
+    metric: str = "sqeuclidean",
+    *,
+    context: Optional[Context] = None,
+    device: Optional[str] = None,
+    threads: Optional[int] = None,
+    gpu_memory: Optional[int] = None,
+) -> Tuple[Any, Any]:
+    """Exact k nearest rows of X for each row of Q: ``D, I = simkit.knn(Q, X, k)``.
+
+    D (m x k, float32) holds the metric's values, best first: smallest distances, or largest
+    similarities for 'dot', 'cosine', 'pearson'. I (m x k, int64) holds row numbers of X;
+    equal values go to the lower row. The shapes and dtypes are FAISS's. Candidates are
+    re-scored in float64, so the CPU and the GPU return the same ids.
+
+    Arrays as in `pairwise`: D and I live where Q lives, in Q's framework (a CUDA torch
+    tensor in, CUDA torch tensors out, queued on torch's current stream, no host copy).
+
+    Raises ValueError when k < 1 or k > n, for empty sets, mismatched dimensions, NaN/Inf.
+
+    >>> import numpy as np, simkit
+    >>> X = np.random.default_rng(0).standard_normal((10000, 128), dtype=np.float32)
+    >>> D, I = simkit.knn(X[:3], X, k=4)
+    >>> I[:, 0]          # each query finds itself first
+    array([0, 1, 2])
+    """
+    ctx = A.context(context, device, threads, gpu_memory)
+    k = A.positive_int(k, "k")
+    Qa, Xa = A.array_in(Q, "Q"), A.array_in(X, "X")
+    if k > Xa.shape[0]:
+        raise ValueError(f"k = {k} exceeds the number of rows of X ({Xa.shape[0]})")
+    m = Qa.shape[0]
+    D = A.empty_like_framework(Qa, (m, k), np.float32)
+    I = A.empty_like_framework(Qa, (m, k), np.int64)
+    _simkit.knn(Qa, Xa, k, A.text(metric, "metric"), D, I, ctx, _stream(Qa, Xa))
+    return A.finish(D, Qa), A.finish(I, Qa)
+
+
+GaussReport = Dict[str, Union[str, int, float]]
+
+
+def gauss(
+    X: Any,
+    Y: Any,
+    h: float,
+    weights: Any = None,
+    method: str = "auto",
+    eps: float = 1e-6,
+    *,
+    ifgt_clusters: int = 0,
+    ifgt_order: int = 0,
+    return_report: bool = False,
+    context: Optional[Context] = None,
+    device: Optional[str] = None,
+    threads: Optional[int] = None,
+    gpu_memory: Optional[int] = None,
+) -> Any:
+    """The Gauss transform G[j] = sum_i w_i exp(-||Y[j] - X[i]||^2 / h^2), float64.
+
+    X: sources (n x d); Y: targets (m x d); weights: n values (default all 1), read on the host
+    in float64. method: 'direct' (every pair, exact to rounding), 'ifgt' (the Improved Fast
+    Gauss Transform, |error| <= eps * sum|w| guaranteed) or 'auto' (ifgt where its predicted
+    cost wins). ifgt_clusters / ifgt_order fix the IFGT's K and p instead (the bound is then
+    whatever they give; see the report). The result (m values) lives where Y lives.
+    With return_report=True, returns (G, report): the method that ran, K, p, the cut-off
+    radius and the error bound.
+
+    Raises ValueError for h <= 0, eps outside (0, 1), weights of the wrong length, NaN/Inf.
+
+    >>> import numpy as np, simkit
+    >>> x = np.random.default_rng(1).random((5000, 3), dtype=np.float32)
+    >>> G = simkit.gauss(x, x[:10], h=0.3)
+    >>> G.shape, G.dtype
+    ((10,), dtype('float64'))
+    """
+    ctx = A.context(context, device, threads, gpu_memory)
+    Xa, Ya = A.array_in(X, "X"), A.array_in(Y, "Y")
+    w = None if weights is None else A.to_host(weights, "weights", np.float64, 1)
+    out = A.empty_like_framework(Ya, (Ya.shape[0],), np.float64)
+    report = _simkit.gauss(
+        Xa,
+        Ya,
+        float(h),
+        w,
+        out,
+        A.text(method, "method"),
+        float(eps),
+        A.integer(ifgt_clusters, "ifgt_clusters"),
+        A.integer(ifgt_order, "ifgt_order"),
+        ctx,
+        _stream(Xa, Ya),
+    )
+    G = A.finish(out, Ya)
+    return (G, report) if return_report else G
+
+
+def _bandwidth_rule(X: np.ndarray, rule: str) -> float:
+    n, d = X.shape
+    if n < 2:
+        raise ValueError(f"bandwidth='{rule}' needs at least 2 rows in X")
+    s = float(np.mean(np.std(X.astype(np.float64), axis=0, ddof=1)))
+    if not s > 0:
+        raise ValueError(f"bandwidth='{rule}': X has zero spread; give a number (sigma)")
+    shrink = n ** (-1.0 / (d + 4))
+    if rule == "scott":
+        return shrink * s
+    return (4.0 / (d + 2)) ** (1.0 / (d + 4)) * shrink * s
+
+
+def kde(
+    X: Any,
+    at: Any,
+    bandwidth: Union[str, float] = "scott",
+    weights: Any = None,
+    method: str = "auto",
+    eps: float = 1e-6,
+    *,
+    context: Optional[Context] = None,
+    device: Optional[str] = None,
+    threads: Optional[int] = None,
+    gpu_memory: Optional[int] = None,
+) -> Any:
+    """Gaussian kernel density estimates at the rows of `at`, normalised, float64.
+
+    density(y) = sum_i w_i (2 pi sigma^2)^(-d/2) exp(-||y - X[i]||^2 / (2 sigma^2)), with the
+    weights normalised to sum 1 (default 1/n): the Gauss transform with h = sqrt(2) sigma.
+    bandwidth: sigma, or 'scott' (n^(-1/(d+4)) s) or 'silverman' ((4/(d+2))^(1/(d+4)) n^(-1/(d+4)) s),
+    s being the mean over dimensions of the sample standard deviation of X. method and eps as
+    in `gauss` (eps is relative to the largest possible density). The same as `simkit kde`.
+
+    >>> import numpy as np, simkit
+    >>> x = np.random.default_rng(2).standard_normal((20000, 1)).astype(np.float32)
+    >>> p = simkit.kde(x, np.zeros((1, 1), np.float32))
+    >>> abs(p[0] - 1 / np.sqrt(2 * np.pi)) < 0.01
+    True
+    """
+    Xa = A.array_in(X, "X")
+    n, d = Xa.shape
+    if isinstance(bandwidth, str):
+        if bandwidth not in ("scott", "silverman"):
+            raise ValueError(f"bandwidth must be a number (sigma), 'scott' or 'silverman', got '{bandwidth}'")
+        sigma = _bandwidth_rule(A.to_host(Xa, "X"), bandwidth)
+    else:
+        sigma = float(bandwidth)
+        if not (math.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"bandwidth must be a finite sigma > 0, got {bandwidth}")
+    if weights is None:
+        w = np.full(n, 1.0 / n)
+    else:
+        w = A.to_host(weights, "weights", np.float64, 1)
+        if w.shape[0] != n:
+            raise ValueError(f"weights holds {w.shape[0]} values but X has {n} rows")
+        if np.any(w < 0) or not np.all(np.isfinite(w)):
+            raise ValueError("weights must be finite and >= 0")
+        total = float(w.sum())
+        if not total > 0:
+            raise ValueError("weights sum to 0")
+        w = w / total
+    density = gauss(
+        Xa,
+        at,
+        math.sqrt(2.0) * sigma,
+        w,
+        method,
+        eps,
+        context=context,
+        device=device,
+        threads=threads,
+        gpu_memory=gpu_memory,
+    )
+    density *= math.exp(-0.5 * d * math.log(2.0 * math.pi * sigma * sigma))
+    return density

@@ -1,0 +1,193 @@
+"""simkit.Index: nearest-neighbour indexes (index.hpp) with FAISS's search shape."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Dict, Optional, Tuple, Union, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _arrays as A
+from . import _simkit
+
+
+class Index:
+    """A nearest-neighbour index built from a description, as FAISS's index_factory.
+
+    description: 'flat' (exact: every stored vector compared) or 'ivf_flat' with options,
+    e.g. 'ivf_flat,nlist=1024,nprobe=32' (nlist k-means cells, nprobe of them scanned per
+    query; also train_sample=, iterations=, seed=; nprobe=seed probes ceil(0.8 nlist)).
+    metric: as in `simkit.knn`.
+
+    >>> import numpy as np, simkit
+    >>> X = np.random.default_rng(0).standard_normal((20000, 64), dtype=np.float32)
+    >>> index = simkit.Index("ivf_flat,nlist=64", 64, metric="cosine")
+    >>> index.train(X)
+    >>> index.add(X)                       # ids 0 .. 19999
+    >>> D, I = index.search(X[:5], 10, nprobe=8)
+    >>> len(index), I.shape
+    (20000, (5, 10))
+    >>> index.save("x.simkit"); same = simkit.Index.load("x.simkit")   # doctest: +SKIP
+
+    Searches from several Python threads at once are safe (the GIL is released while they
+    run); add, remove and train wait for running searches and they for them. An Index pickles
+    (through its file format) and closes: after close(), or in a `with` block's end, every
+    call raises ValueError.
+    """
+
+    def __init__(self, description: str, d: int, metric: str = "sqeuclidean") -> None:
+        self._h: Optional[_simkit.IndexHandle] = _simkit.IndexHandle(
+            A.text(description, "description"), A.integer(d, "d"), A.text(metric, "metric")
+        )
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Index":
+        """Reads a file written by `save` (or `simkit index build`); a missing, truncated or
+        corrupted file raises OSError and nothing is half-loaded."""
+        index = cls.__new__(cls)
+        index._h = _simkit.IndexHandle.load(os.fspath(path))
+        return index
+
+    # ------------------------------------------------------------------ what it is
+    @property
+    def _handle(self) -> _simkit.IndexHandle:
+        if self._h is None or self._h.closed:
+            raise ValueError("the index is closed")
+        return self._h
+
+    @property
+    def type(self) -> str:
+        """'flat' or 'ivf_flat'."""
+        return self._handle.type
+
+    @property
+    def description(self) -> str:
+        """A description that builds an empty index of the same kind and parameters."""
+        return self._handle.description
+
+    @property
+    def d(self) -> int:
+        """The dimension of the vectors."""
+        return self._handle.dim
+
+    @property
+    def metric(self) -> str:
+        return self._handle.metric
+
+    @property
+    def ntotal(self) -> int:
+        """Vectors stored (FAISS's name; also len(index))."""
+        return self._handle.size
+
+    @property
+    def is_trained(self) -> bool:
+        return self._handle.is_trained
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held in host memory: vectors, ids, centroids, norms."""
+        return self._handle.memory_bytes
+
+    @property
+    def next_id(self) -> int:
+        """The id `add` gives the next row when no ids are passed."""
+        return self._handle.next_id
+
+    def __len__(self) -> int:
+        return self._handle.size
+
+    def __repr__(self) -> str:
+        if self._h is None or self._h.closed:
+            return "simkit.Index(<closed>)"
+        return f"simkit.Index('{self.description}', d={self.d}, metric='{self.metric}', ntotal={self.ntotal})"
+
+    # ------------------------------------------------------------------ building
+    def train(self, X: Any, **kw: Any) -> None:
+        """Learns the ivf_flat cells from representative rows (n >= nlist); nothing for flat.
+        A non-empty index refuses (ValueError). GPU arrays are copied to the host once."""
+        self._handle.train(A.to_host(X, "X"), _ctx(kw))
+
+    def add(self, X: Any, ids: Any = None, **kw: Any) -> None:
+        """Stores the rows of X (n x d) under `ids` (n int64, none stored yet nor repeated), or
+        under next_id, next_id + 1, ... Rows with NaN/Inf or clashing ids are refused before
+        anything is stored. GPU arrays are copied to the host once."""
+        h = self._handle
+        Xh = A.to_host(X, "X")
+        idv = None if ids is None else A.integer_in(A.host_copy(ids, "ids"), "ids")
+        h.add(Xh, idv, _ctx(kw))
+
+    def remove(self, ids: Any) -> int:
+        """Removes the vectors with these ids (ids not stored are ignored); returns how many."""
+        return self._handle.remove(A.integer_in(A.host_copy(ids, "ids"), "ids"))
+
+    # ------------------------------------------------------------------ searching
+    @overload
+    def search(self, Q: npt.NDArray[Any], k: int, *, nprobe: Union[int, str, None] = ..., **kw: Any) -> Tuple[
+        npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    @overload
+    def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = ..., **kw: Any) -> Tuple[Any, Any]: ...
+    def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = None, **kw: Any) -> Tuple[Any, Any]:
+        """``D, I = index.search(Q, k)``: per query row, the k best stored vectors, best first.
+
+        D (m x k float32) holds the metric's values, I (m x k int64) the ids given to `add`;
+        rows with fewer than k results are padded with id -1 and +inf (distances) or -inf
+        (similarities). nprobe (ivf_flat): lists scanned, 1..nlist, or 'seed'; None: the
+        index's default. Q may be a GPU array (torch, CuPy): the results come back there.
+        """
+        h = self._handle
+        k = A.positive_int(k, "k")
+        Qa = A.array_in(Q, "Q")
+        probes = _nprobe(nprobe)
+        m = Qa.shape[0]
+        D = A.empty_like_framework(Qa, (m, k), np.float32)
+        I = A.empty_like_framework(Qa, (m, k), np.int64)
+        h.search(Qa, k, probes, D, I, _ctx(kw), A.stream_of(Qa))
+        return A.finish(D, Qa), A.finish(I, Qa)
+
+    # ------------------------------------------------------------------ files and lifetime
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the whole index atomically (temporary file, flush, rename): a failure leaves
+        the previous file as it was. OSError on failure."""
+        self._handle.save(os.fspath(path))
+
+    def close(self) -> None:
+        """Frees the index now; later calls raise ValueError. Searches already running finish."""
+        if self._h is not None:
+            self._h.close()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __getstate__(self) -> bytes:
+        # Pickled through the file format, so a pickle is checked like a file when loaded.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "index.simkit")
+            self.save(path)
+            with open(path, "rb") as f:
+                return f.read()
+
+    def __setstate__(self, state: bytes) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "index.simkit")
+            with open(path, "wb") as f:
+                f.write(state)
+            self._h = _simkit.IndexHandle.load(path)
+
+
+def _nprobe(nprobe: Union[int, str, None]) -> int:
+    if nprobe is None:
+        return 0
+    if isinstance(nprobe, str):
+        if nprobe != "seed":
+            raise ValueError(f"nprobe must be a positive integer, 'seed' or None, got '{nprobe}'")
+        return int(_simkit.SEED_PROBES)
+    return A.positive_int(nprobe, "nprobe")
+
+
+def _ctx(kw: Dict[str, Any]) -> _simkit.Context:
+    return A.context_from_keywords(kw)

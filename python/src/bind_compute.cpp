@@ -1,0 +1,89 @@
+// pairwise, knn and the Gauss transform: inputs and outputs may each be host or device arrays
+// (the outputs are allocated by the Python layer in the caller's framework).
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <simkit/error.hpp>
+#include <simkit/gauss.hpp>
+#include <simkit/knn.hpp>
+#include <simkit/pairwise.hpp>
+
+#include "bindings.hpp"
+#include "convert.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace simkit::python {
+
+namespace {
+
+void pairwise_call(const InArray& Q, const InArray& X, const std::string& metric, const OutArray& out,
+                   const Context& base, uintptr_t stream) {
+  CallContext call(base, stream);
+  const MatrixView<const float> q = call.matrix<const float>(Q, "Q"), x = call.matrix<const float>(X, "X");
+  const MatrixView<float> o = call.matrix<float>(out, "out");
+  const Metric mt = parse_metric(metric);
+  Context& ctx = call.get();
+  run_released(ctx, [&] { pairwise(ctx, q, x, mt, o); });
+}
+
+void knn_call(const InArray& Q, const InArray& X, int64_t k, const std::string& metric, const OutArray& D,
+              const OutArray& I, const Context& base, uintptr_t stream) {
+  CallContext call(base, stream);
+  const MatrixView<const float> q = call.matrix<const float>(Q, "Q"), x = call.matrix<const float>(X, "X");
+  const MatrixView<float> d = call.matrix<float>(D, "D");
+  const MatrixView<int64_t> i = call.matrix<int64_t>(I, "I");
+  const Metric mt = parse_metric(metric);
+  Context& ctx = call.get();
+  run_released(ctx, [&] { knn(ctx, q, x, k, mt, d, i); });
+}
+
+nb::dict gauss_call(const InArray& X, const InArray& Y, double h, const std::optional<InArray>& weights,
+                    const OutArray& out, const std::string& method, double eps, int64_t clusters, int order,
+                    const Context& base, uintptr_t stream) {
+  CallContext call(base, stream);
+  const MatrixView<const float> x = call.matrix<const float>(X, "X"), y = call.matrix<const float>(Y, "Y");
+  const ArrayView<double> o = call.array<double>(out, "out");
+  std::vector<double> q;
+  if (weights) {
+    CallContext host(Context{}, 0);  // weights are read on the host (gauss.hpp)
+    const ArrayView<const double> w = host.array<const double>(*weights, "weights");
+    if (w.where != Memory::host) throw Error(ErrorCode::invalid_argument, "weights must be a host array");
+    q.assign(w.data, w.data + w.size);
+  }
+  GaussOptions options;
+  options.method = parse_gauss_method(method);
+  options.eps = eps;
+  options.ifgt_clusters = clusters;
+  options.ifgt_order = order;
+  Context& ctx = call.get();
+  const MatrixView<double> column(o.data, o.size, 1, o.where);
+  const GaussReport r = run_released(ctx, [&] { return gauss_transform(ctx, x, q, y, h, column, options); });
+  nb::dict report;
+  report["method"] = to_string(r.method);
+  report["clusters"] = r.clusters;
+  report["order"] = r.order;
+  report["cutoff_radius"] = r.cutoff_radius;
+  report["error_bound"] = r.error_bound;
+  report["note"] = r.note;
+  return report;
+}
+
+}  // namespace
+
+void bind_compute(nb::module_& m) {
+  m.def("pairwise", &pairwise_call, "Q"_a, "X"_a, "metric"_a, "out"_a, "context"_a, "stream"_a = 0);
+  m.def("knn", &knn_call, "Q"_a, "X"_a, "k"_a, "metric"_a, "D"_a, "I"_a, "context"_a, "stream"_a = 0);
+  m.def("gauss", &gauss_call, "X"_a, "Y"_a, "h"_a, "weights"_a.none(), "out"_a, "method"_a, "eps"_a, "clusters"_a,
+        "order"_a, "context"_a, "stream"_a = 0);
+}
+
+}  // namespace simkit::python
