@@ -1,0 +1,119 @@
+"""simkit.Index: the contract of index.hpp seen from Python."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import simkit
+
+
+def _data(rng: np.random.Generator, n: int = 3001, d: int = 24) -> np.ndarray:
+    centers = rng.standard_normal((40, d)) * 3
+    return (centers[rng.integers(0, 40, n)] + rng.standard_normal((n, d))).astype(np.float32)
+
+
+@pytest.mark.parametrize("metric", simkit.METRICS)
+def test_flat_equals_knn(rng: np.random.Generator, metric: str) -> None:
+    X = _data(rng)
+    Q = _data(rng, 57)
+    index = simkit.Index("flat", 24, metric=metric)
+    index.add(X)
+    assert len(index) == index.ntotal == 3001 and index.d == 24 and index.metric == metric
+    D, I = index.search(Q, 10)
+    Dk, Ik = simkit.knn(Q, X, 10, metric)
+    np.testing.assert_array_equal(I, Ik)
+    np.testing.assert_array_equal(D, Dk)
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cosine", "dot"])
+def test_ivf_flat_all_probes_is_exact_and_fewer_probes_recall(rng: np.random.Generator, metric: str) -> None:
+    X = _data(rng)
+    Q = _data(rng, 100)
+    index = simkit.Index("ivf_flat,nlist=32", 24, metric)
+    assert not index.is_trained
+    index.train(X)
+    index.add(X)
+    _, Ik = simkit.knn(Q, X, 10, metric)
+    np.testing.assert_array_equal(index.search(Q, 10, nprobe=32)[1], Ik)
+    _, I4 = index.search(Q, 10, nprobe=4)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(I4, Ik)])
+    assert 0.5 < recall <= 1.0
+    _, Iseed = index.search(Q, 10, nprobe="seed")  # ceil(0.8 * 32) lists
+    assert np.mean([len(set(a) & set(b)) / 10 for a, b in zip(Iseed, Ik)]) >= recall
+
+
+def test_ids_remove_and_padding(rng: np.random.Generator) -> None:
+    X = _data(rng, 200)
+    ids = rng.permutation(10**6)[:200].astype(np.int64)
+    index = simkit.Index("flat", 24)
+    index.add(X, ids=ids)
+    assert index.next_id == ids.max() + 1
+    D, I = index.search(X[:3], 1)
+    np.testing.assert_array_equal(I[:, 0], ids[:3])
+    assert index.remove(ids[:100]) == 100 and index.remove(ids[:100]) == 0
+    _, I = index.search(X, 5)
+    assert not np.isin(I, ids[:100]).any()
+    D, I = index.search(X[:2], 150)  # k > size: padded
+    assert (I[:, 100:] == -1).all() and np.isinf(D[:, 100:]).all() and (D[:, 100:] > 0).all()
+    sim = simkit.Index("flat", 24, "cosine")
+    sim.add(X[:3])
+    D, I = sim.search(X[:1], 5)
+    assert I[0, 3:].tolist() == [-1, -1] and (D[0, 3:] == -np.inf).all()
+
+
+def test_save_load_pickle_round_trips(rng: np.random.Generator, tmp_path: object) -> None:
+    X = _data(rng)
+    index = simkit.Index("ivf_flat,nlist=16,nprobe=4", 24, "l2")
+    index.train(X)
+    index.add(X[:2000])
+    path = f"{tmp_path}/a.simkit"
+    index.save(path)
+    loaded = simkit.Index.load(path)
+    assert loaded.description == index.description and len(loaded) == 2000
+    for other in (loaded, pickle.loads(pickle.dumps(index))):
+        np.testing.assert_array_equal(other.search(X[:50], 7)[1], index.search(X[:50], 7)[1])
+    loaded.add(X[2000:])
+    index.add(X[2000:])
+    np.testing.assert_array_equal(loaded.search(X[:50], 7)[1], index.search(X[:50], 7)[1])
+
+
+def test_closed_index_refuses_everything(rng: np.random.Generator) -> None:
+    index = simkit.Index("flat", 4)
+    index.add(rng.standard_normal((10, 4)))
+    with index:
+        pass
+    assert repr(index) == "simkit.Index(<closed>)"
+    for call in (lambda: len(index), lambda: index.search(np.zeros((1, 4), np.float32), 1),
+                 lambda: index.add(np.zeros((1, 4))), lambda: index.save("/tmp/x.simkit"), lambda: index.remove([1])):
+        with pytest.raises(ValueError, match="closed"):
+            call()
+
+
+def test_concurrent_searches_from_threads(rng: np.random.Generator) -> None:
+    X = _data(rng, 20000, 32)
+    index = simkit.Index("ivf_flat,nlist=64", 32)
+    index.train(X)
+    index.add(X)
+    queries = [_data(rng, 64, 32) for _ in range(8)]
+    expected = [index.search(q, 10, nprobe=8)[1] for q in queries]
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def worker(t: int) -> None:
+        try:
+            for _ in range(5):  # bounded: 8 threads x 5 searches
+                results[t] = index.search(queries[t], 10, nprobe=8)[1]
+                assert np.array_equal(results[t], expected[t])
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors and len(results) == 8
