@@ -19,5 +19,10 @@ generator=()
 if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null; then
   generator=(-G Ninja)
 fi
-cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSIMKIT_WERROR="${SIMKIT_WERROR:-OFF}" "$@"
+# The Python module is built with the interpreter scripts/setup.sh prepared (nanobind lives there).
+python=()
+if [ -x "$root/.venv/bin/python" ]; then
+  python=(-DPython_EXECUTABLE="$root/.venv/bin/python")
+fi
+cmake -S "$root" -B "$build" "${generator[@]}" "${python[@]}" -DCMAKE_BUILD_TYPE=Release -DSIMKIT_WERROR="${SIMKIT_WERROR:-OFF}" "$@"
 cmake --build "$build" -j "$jobs"

@@ -18,6 +18,7 @@ packages=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev
   clang-format        # the formatting test (scripts/check-format.sh)
+  python3-dev python3-venv  # the Python package: headers for the extension module, .venv below
 )
 
 missing=()
@@ -41,6 +42,17 @@ else
   "${sudo[@]}" apt-get update
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+
+# The Python side comes from PyPI (nanobind, scikit-build-core, numpy, pytest, mypy) into .venv/,
+# which scripts/build.sh hands to CMake. pip contacts PyPI only for what is missing.
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -x "$root/.venv/bin/python" ]; then
+  echo "setup: creating $root/.venv"
+  python3 -m venv "$root/.venv"
+fi
+"$root/.venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
+echo "setup: Python packages in .venv: $("$root/.venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null |
+  awk '$1 ~ /^(nanobind|scikit_build_core|numpy|pytest|mypy)$/ {printf "%s %s  ", $1, $2}')"
 
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   if nvidia-smi -L 2>/dev/null | grep -q "GPU 0"; then

@@ -62,7 +62,7 @@ built_with_cuda = _simkit.built_with_cuda
 build_info = _simkit.build_info
 blas_kernels = _simkit.blas_kernels
 gpus = _simkit.gpus
-__version__: str = _simkit.__version__
+__version__: str = _simkit.version()
 
 METRICS = ("sqeuclidean", "l2", "l1", "dot", "cosine", "pearson")
 

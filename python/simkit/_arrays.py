@@ -14,6 +14,7 @@ queues next; like any torch or CuPy operation, the call may return before the GP
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -24,6 +25,12 @@ from . import _simkit
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 
 _default_context: Optional[_simkit.Context] = None
+
+
+def optional_module(name: str) -> Any:
+    """A framework module (torch, cupy, jax), imported when an array of it shows up; typed Any
+    because the package does not depend on any of them."""
+    return importlib.import_module(name)
 
 
 def context(
@@ -94,12 +101,10 @@ def stream_of(x: Any) -> int:
     """The raw CUDA stream of x's framework on x's GPU, or 0 (simkit's own, synchronised)."""
     fw = framework(x)
     if fw == "torch" and x.is_cuda:
-        import torch
-
+        torch = optional_module("torch")
         return int(torch.cuda.current_stream(x.device).cuda_stream)
     if fw == "cupy":
-        import cupy
-
+        cupy = optional_module("cupy")
         with cupy.cuda.Device(x.device.id):
             return int(cupy.cuda.get_current_stream().ptr)
     return 0
@@ -132,8 +137,7 @@ def _check_ndim(shape: Tuple[int, ...], name: str, ndim: int) -> None:
 
 
 def _torch_input(x: Any, name: str, dtype: Any) -> Any:
-    import torch
-
+    torch = optional_module("torch")
     want = getattr(torch, np.dtype(dtype).name)
     if x.dtype.is_complex or x.dtype == torch.bool:
         raise ValueError(f"{name} must hold real numbers, got {x.dtype}")
@@ -143,8 +147,7 @@ def _torch_input(x: Any, name: str, dtype: Any) -> Any:
 
 
 def _cupy_input(x: Any, name: str, dtype: Any) -> Any:
-    import cupy
-
+    cupy = optional_module("cupy")
     if x.dtype.kind not in _FLOAT_KINDS:
         raise ValueError(f"{name} must hold numbers, got dtype {x.dtype}")
     return cupy.ascontiguousarray(x, dtype=dtype)
@@ -214,12 +217,10 @@ def empty_like_framework(like: Any, shape: Tuple[int, ...], dtype: Any) -> Any:
     that `finish` hands to the framework."""
     fw = framework(like)
     if fw == "torch":
-        import torch
-
+        torch = optional_module("torch")
         return torch.empty(shape, dtype=getattr(torch, np.dtype(dtype).name), device=like.device)
     if fw == "cupy":
-        import cupy
-
+        cupy = optional_module("cupy")
         with cupy.cuda.Device(like.device.id):
             return cupy.empty(shape, dtype=dtype)
     if fw == "dlpack" and on_gpu(like):
@@ -235,12 +236,8 @@ def finish(out: Any, like: Any) -> Any:
         return out
     module = type(like).__module__.split(".")[0]
     if module in ("jax", "jaxlib"):
-        import jax.dlpack
-
-        return jax.dlpack.from_dlpack(out)
-    import importlib
-
-    from_dlpack = getattr(importlib.import_module(module), "from_dlpack", None)
+        return optional_module("jax.dlpack").from_dlpack(out)
+    from_dlpack = getattr(optional_module(module), "from_dlpack", None)
     return from_dlpack(out) if from_dlpack is not None else out
 
 

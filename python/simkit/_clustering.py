@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -85,7 +85,7 @@ def kmeans(
         A.integer(sample, "sample"),
         ctx,
     )
-    return KmeansResult(**r)
+    return KmeansResult(**cast(Dict[str, Any], r))
 
 
 def kcenter(
@@ -111,7 +111,7 @@ def kcenter(
     """
     ctx = A.context(context, device, threads, gpu_memory)
     r = _simkit.kcenter(A.to_host(X, "X"), A.positive_int(k, "k"), _seed(seed), ctx)
-    return KcenterResult(**r)
+    return KcenterResult(**cast(Dict[str, Any], r))
 
 
 def _seed(seed: Any) -> int:

@@ -213,8 +213,8 @@ def _bandwidth_rule(X: np.ndarray, rule: str) -> float:
         raise ValueError(f"bandwidth='{rule}': X has zero spread; give a number (sigma)")
     shrink = n ** (-1.0 / (d + 4))
     if rule == "scott":
-        return shrink * s
-    return (4.0 / (d + 2)) ** (1.0 / (d + 4)) * shrink * s
+        return float(shrink * s)
+    return float((4.0 / (d + 2)) ** (1.0 / (d + 4)) * shrink * s)
 
 
 def kde(

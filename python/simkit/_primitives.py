@@ -31,9 +31,7 @@ def _vector(x: Any, name: str, allowed: Tuple[str, ...]) -> Any:
     if fw == "torch":
         v = x.contiguous()
     elif fw == "cupy":
-        import cupy
-
-        v = cupy.ascontiguousarray(x)
+        v = A.optional_module("cupy").ascontiguousarray(x)
     elif fw == "dlpack" and A.on_gpu(x):
         v = x
     else:

@@ -29,7 +29,7 @@ MatrixView<const float> host_points(CallContext& call, const InArray& a, const c
   return v;
 }
 
-nb::dict kmeans_call(const InArray& X, int64_t k, const std::string& metric, const std::string& init,
+Record kmeans_call(const InArray& X, int64_t k, const std::string& metric, const std::string& init,
                      const std::optional<InArray>& initial, int iterations, double tolerance, uint64_t seed,
                      int64_t sample, const Context& base) {
   CallContext call(base, 0);
@@ -54,7 +54,7 @@ nb::dict kmeans_call(const InArray& X, int64_t k, const std::string& metric, con
   p.sample = sample;
   Context& ctx = call.get();
   KmeansResult r = run_released(ctx, [&] { return kmeans(ctx, x, p); });
-  nb::dict out;
+  Record out;
   out["centroids"] = to_numpy(std::move(r.centroids));
   out["labels"] = column_to_numpy(std::move(r.labels));
   out["inertia"] = r.inertia;
@@ -65,12 +65,12 @@ nb::dict kmeans_call(const InArray& X, int64_t k, const std::string& metric, con
   return out;
 }
 
-nb::dict kcenter_call(const InArray& X, int64_t k, uint64_t seed, const Context& base) {
+Record kcenter_call(const InArray& X, int64_t k, uint64_t seed, const Context& base) {
   CallContext call(base, 0);
   const MatrixView<const float> x = host_points(call, X, "X");
   Context& ctx = call.get();
   KcenterResult r = run_released(ctx, [&] { return kcenter(ctx, x, k, seed); });
-  nb::dict out;
+  Record out;
   out["centers"] = to_numpy(std::move(r.centers));
   out["ids"] = column_to_numpy(std::move(r.ids));
   out["labels"] = column_to_numpy(std::move(r.labels));

@@ -46,7 +46,7 @@ void knn_call(const InArray& Q, const InArray& X, int64_t k, const std::string& 
   run_released(ctx, [&] { knn(ctx, q, x, k, mt, d, i); });
 }
 
-nb::dict gauss_call(const InArray& X, const InArray& Y, double h, const std::optional<InArray>& weights,
+Record gauss_call(const InArray& X, const InArray& Y, double h, const std::optional<InArray>& weights,
                     const OutArray& out, const std::string& method, double eps, int64_t clusters, int order,
                     const Context& base, uintptr_t stream) {
   CallContext call(base, stream);
@@ -67,7 +67,7 @@ nb::dict gauss_call(const InArray& X, const InArray& Y, double h, const std::opt
   Context& ctx = call.get();
   const MatrixView<double> column(o.data, o.size, 1, o.where);
   const GaussReport r = run_released(ctx, [&] { return gauss_transform(ctx, x, q, y, h, column, options); });
-  nb::dict report;
+  Record report;
   report["method"] = to_string(r.method);
   report["clusters"] = r.clusters;
   report["order"] = r.order;

@@ -70,7 +70,7 @@ Memory CallContext::place(int device_type, int device_id, const char* name) {
 }
 
 template <class T>
-MatrixView<T> CallContext::matrix(const nb::ndarray<nb::ro>& a, const char* name) {
+MatrixView<T> CallContext::matrix(const InArray& a, const char* name) {
   static_assert(std::is_const_v<T>, "inputs are read-only");
   check_dense(a, name, 2);
   check_dtype<T>(a, name);
@@ -87,7 +87,7 @@ MatrixView<T> CallContext::matrix(const OutArray& a, const char* name) {
 }
 
 template <class T>
-ArrayView<T> CallContext::array(const nb::ndarray<nb::ro>& a, const char* name) {
+ArrayView<T> CallContext::array(const InArray& a, const char* name) {
   static_assert(std::is_const_v<T>, "inputs are read-only");
   check_dense(a, name, 1);
   check_dtype<T>(a, name);
@@ -116,9 +116,9 @@ Context& CallContext::get() {
 }
 
 #define SIMKIT_PY_VIEWS(T)                                                                       \
-  template MatrixView<const T> CallContext::matrix(const nb::ndarray<nb::ro>&, const char*);  \
+  template MatrixView<const T> CallContext::matrix(const InArray&, const char*);  \
   template MatrixView<T> CallContext::matrix(const OutArray&, const char*);                    \
-  template ArrayView<const T> CallContext::array(const nb::ndarray<nb::ro>&, const char*);    \
+  template ArrayView<const T> CallContext::array(const InArray&, const char*);    \
   template ArrayView<T> CallContext::array(const OutArray&, const char*);
 SIMKIT_PY_VIEWS(float)
 SIMKIT_PY_VIEWS(double)

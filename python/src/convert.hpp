@@ -22,9 +22,14 @@ namespace simkit::python {
 
 namespace nb = nanobind;
 
-/// Any array: read-only ones are accepted for inputs.
-using InArray = nb::ndarray<nb::ro>;
-using OutArray = nb::ndarray<>;
+/// Any array: read-only ones are accepted for inputs. The array_api tag changes nothing in
+/// how arrays are read (nanobind reads whatever framework it is given); it types them as Any
+/// in the generated stubs, since torch and CuPy arrays are as welcome as NumPy's.
+using InArray = nb::ndarray<nb::array_api, nb::ro>;
+using OutArray = nb::ndarray<nb::array_api>;
+
+/// A dict[str, object] result (reports), typed for the stubs.
+using Record = nb::typed<nb::dict, nb::str, nb::object>;
 
 /// The Context of one call: the user's settings plus the stream of the framework that holds
 /// the arrays (0: none) and the GPU the arrays live on. Devices of the operands are collected
@@ -35,11 +40,11 @@ class CallContext {
 
   /// A host view, or a device view on this call's GPU, of a C-contiguous array of T.
   template <class T>
-  MatrixView<T> matrix(const nb::ndarray<nb::ro>& a, const char* name);
+  MatrixView<T> matrix(const InArray& a, const char* name);
   template <class T>
   MatrixView<T> matrix(const OutArray& a, const char* name);
   template <class T>
-  ArrayView<T> array(const nb::ndarray<nb::ro>& a, const char* name);
+  ArrayView<T> array(const InArray& a, const char* name);
   template <class T>
   ArrayView<T> array(const OutArray& a, const char* name);
 

@@ -90,9 +90,9 @@ void bind_info(nb::module_& m) {
   m.def(
       "gpus",
       [] {
-        nb::list out;
+        nb::typed<nb::list, Record> out;
         for (const GpuInfo& g : gpus()) {
-          nb::dict d;
+          Record d;
           d["id"] = g.id;
           d["name"] = g.name;
           d["compute_capability"] = nb::make_tuple(g.sm_major, g.sm_minor);
@@ -117,14 +117,14 @@ void bind_io(nb::module_& m) {
       "int64 ids from .ivecs or an integer .npy.");
   m.def(
       "write_matrix",
-      [](const std::string& path, const nb::ndarray<nb::ro>& a, uintptr_t) {
+      [](const std::string& path, const InArray& a, uintptr_t) {
         CallContext call(Context{}, 0);
         write_matrix(path, call.matrix<const float>(a, "array"));
       },
       "path"_a, "array"_a, "stream"_a = 0, "Writes float32 rows atomically to .npy / .fvecs / .bvecs.");
   m.def(
       "write_ids",
-      [](const std::string& path, const nb::ndarray<nb::ro>& a, uintptr_t) {
+      [](const std::string& path, const InArray& a, uintptr_t) {
         CallContext call(Context{}, 0);
         write_ids(path, call.matrix<const int64_t>(a, "array"));
       },
@@ -168,7 +168,7 @@ void bind_device_buffers(nb::module_& m) {
 NB_MODULE(_simkit, m) {
   using namespace simkit::python;
   m.doc() = "simkit's compiled core; use the `simkit` package, which wraps it.";
-  m.attr("__version__") = SIMKIT_VERSION_STRING;
+  m.def("version", [] { return std::string(SIMKIT_VERSION_STRING); }, "The version of simkit, as in its CMake project.");
   remember_main_thread();
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
