@@ -21,7 +21,7 @@
 # extra arguments of `simkit bench primitives` and its PyTorch peer; KMEANS_CASES the kmeans
 # cases (default synthetic; add wordnet when its data is there); ANN_CASES the ann cases (default
 # synthetic,seed), ANN_ARGS / TORCH_ANN_ARGS extra arguments of each side; SIMKIT_COMMIT names the
-# commit in the table.
+# commit in the table. BENCH_SUITES=python times the Python binding against the same C++ call.
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
 # needs (OpenBLAS, CLI11, GoogleTest) travel unpacked in .deps/root (scripts/fetch-device-deps.sh
@@ -54,8 +54,9 @@ if [ -n "${BASE_SRC:-}" ]; then
   base_pid=$!
 fi
 log "configure"
+# The Python module is built with the python3 that holds PyTorch, CuPy and nanobind.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSIMKIT_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 $prefix >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DPython_EXECUTABLE="$(command -v python3)" $prefix >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 log "build"
 # -k 0: a target that fails to build does not stop the others (the tests still run).
 status=0
@@ -142,6 +143,16 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   csv=/tmp/simkit-csv && rm -rf "$csv" && mkdir -p "$csv"
   cli="$build/apps/cli/simkit"
   for suite in $suites; do
+    if [ "$suite" = python ]; then
+      # What the Python binding adds to a knn call, beside the same call from C++.
+      log "bench/python/call_overhead.py (GPU with torch tensors, then CPU with NumPy)"
+      for dev in gpu cpu; do
+        PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 python3 "$root/bench/python/call_overhead.py" \
+          "$build/python/simkit_knn_call" --device $dev --csv "$OUT/python-overhead-$dev.csv" 2>&1 |
+          tee -a "$OUT/summary.txt" || status=1
+      done
+      continue
+    fi
     if [ "$suite" = ann ]; then
       # Its own CSV columns (recall / QPS curves): simkit-ann.csv and torch-ann.csv, plotted.
       log "simkit bench ann (${ANN_CASES:-synthetic,seed})"
