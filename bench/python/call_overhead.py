@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
 import subprocess
 import sys
@@ -23,9 +24,12 @@ import numpy as np
 import simkit
 
 
-def cpp_median(binary: str, n: int, d: int, m: int, k: int, repeats: int, device: str) -> float:
-    out = subprocess.run([binary, str(n), str(d), str(m), str(k), str(repeats), device], check=True,
-                         capture_output=True, text=True).stdout
+def cpp_median(binary: str, n: int, d: int, m: int, k: int, repeats: int, device: str, threads: int) -> float:
+    # The same OpenBLAS kernels as this process (simkit's import may have chosen them).
+    env = dict(os.environ, OPENBLAS_CORETYPE=simkit.blas_kernels())
+    out = subprocess.run([binary, str(n), str(d), str(m), str(k), str(repeats), device, str(threads)], check=True,
+                         capture_output=True, text=True, env=env).stdout
+    print(f"  C++: {out.strip()}")
     return float(out.split("median_us=")[1].split()[0])
 
 
@@ -46,6 +50,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary")
     ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads on both sides (0 = all)")
     ap.add_argument("--csv")
     a = ap.parse_args()
     rows = []
@@ -54,17 +59,18 @@ def main() -> None:
     # 1 x 128 against 1,000 rows: the binding's fixed cost dominates.
     X = rng.standard_normal((1000, 128), dtype=np.float32)
     q = rng.standard_normal((1, 128), dtype=np.float32)
-    ctx = simkit.Context(device=a.device)
+    ctx = simkit.Context(device=a.device, threads=a.threads)
+    print(f"simkit {simkit.__version__}, BLAS kernels {simkit.blas_kernels()}, threads {a.threads or 'all'}")
     if a.device == "gpu":
         import torch
 
         Xt, qt = torch.from_numpy(X).cuda(), torch.from_numpy(q).cuda()
         py = py_median(lambda: simkit.knn(qt, Xt, 10, context=ctx), 5000, torch.cuda.synchronize)
-        cpp = cpp_median(a.binary, 1000, 128, 1, 10, 5000, "gpu")
+        cpp = cpp_median(a.binary, 1000, 128, 1, 10, 5000, "gpu", a.threads)
         rows.append(("1 x 1,000 x 128, k=10, torch CUDA", cpp, py))
     else:
         py = py_median(lambda: simkit.knn(q, X, 10, context=ctx), 20000)
-        cpp = cpp_median(a.binary, 1000, 128, 1, 10, 20000, "cpu")
+        cpp = cpp_median(a.binary, 1000, 128, 1, 10, 20000, "cpu", a.threads)
         rows.append(("1 x 1,000 x 128, k=10, numpy", cpp, py))
 
     if a.device == "gpu":
@@ -73,7 +79,7 @@ def main() -> None:
         X = torch.randn(1_000_000, 128, device="cuda")
         Q = torch.randn(10_000, 128, device="cuda")
         py = py_median(lambda: simkit.knn(Q, X, 10, context=ctx), 20, torch.cuda.synchronize)
-        cpp = cpp_median(a.binary, 1_000_000, 128, 10_000, 10, 20, "gpu")
+        cpp = cpp_median(a.binary, 1_000_000, 128, 10_000, 10, 20, "gpu", a.threads)
         rows.append(("10,000 x 1,000,000 x 128, k=10, torch CUDA", cpp, py))
 
     print(f"{'case':45s} {'C++ us':>12s} {'Python us':>12s} {'diff us':>10s} {'ratio':>7s}")

@@ -2,7 +2,10 @@
 // call_overhead.py measures the Python binding against (same shapes, same device, same
 // residency: host arrays on the CPU, device arrays on the GPU).
 //
-//   knn_call ROWS DIM QUERIES K REPEATS cpu|gpu     prints: median_us=... min_us=...
+//   knn_call ROWS DIM QUERIES K REPEATS cpu|gpu [THREADS]    prints: median_us=... min_us=...
+//
+// call_overhead.py starts it with the OPENBLAS_CORETYPE its own process got, so that both sides
+// run the same BLAS kernels.
 
 #include <algorithm>
 #include <chrono>
@@ -15,14 +18,15 @@
 #include <simkit/simkit.hpp>
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: knn_call ROWS DIM QUERIES K REPEATS cpu|gpu\n");
+  if (argc != 7 && argc != 8) {
+    std::fprintf(stderr, "usage: knn_call ROWS DIM QUERIES K REPEATS cpu|gpu [THREADS]\n");
     return 2;
   }
   const int64_t n = std::atoll(argv[1]), d = std::atoll(argv[2]), m = std::atoll(argv[3]), k = std::atoll(argv[4]);
   const int repeats = std::atoi(argv[5]);
   simkit::Context ctx;
   ctx.device = simkit::parse_device(argv[6]);
+  ctx.threads = argc == 8 ? std::atoi(argv[7]) : 0;
   std::mt19937 gen(1);
   std::normal_distribution<float> normal;
   simkit::Matrix<float> X(n, d), Q(m, d);
@@ -40,7 +44,8 @@ int main(int argc, char** argv) {
       if (r >= 3) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
     std::sort(us.begin(), us.end());
-    std::printf("median_us=%.2f min_us=%.2f\n", us[us.size() / 2], us.front());
+    std::printf("median_us=%.2f min_us=%.2f blas=%s\n", us[us.size() / 2], us.front(),
+                simkit::blas_kernels().c_str());
   };
   if (ctx.device == simkit::Device::gpu) {
     simkit::DeviceMatrix<float> Xd(ctx, X.view()), Qd(ctx, Q.view()), Dd(ctx, m, k);

@@ -165,7 +165,7 @@ def array_in(x: Any, name: str, dtype: Any = np.float32, ndim: int = 2, allow_em
         _check_ndim(tuple(x.shape), name, ndim)
         a = _cupy_input(x, name, dtype)
     elif fw == "dlpack" and on_gpu(x):
-        a = x  # another framework's GPU array: read as it is, the module checks type and layout
+        a = x if isinstance(x, Foreign) else Foreign(x)  # read as it is; the module checks type and layout
     else:
         a = _numpy_input(x, name, dtype, ndim)
         _check_ndim(a.shape, name, ndim)
@@ -186,6 +186,22 @@ def host_copy(x: Any, name: str) -> Any:
     if fw == "dlpack" and on_gpu(x):
         raise ValueError(f"{name} is on a GPU in a framework simkit cannot copy from; pass a host array")
     return x
+
+
+class Foreign:
+    """A GPU array of a framework simkit does not know, passed through by DLPack, with the
+    shape (read once through DLPack) that the Python layer needs to size the results."""
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+        self.shape: Tuple[int, ...] = tuple(_simkit.shape_of(array))
+        self.module = type(array).__module__.split(".")[0]
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        return self.array.__dlpack_device__()
 
 
 def to_host(x: Any, name: str, dtype: Any = np.float32, ndim: int = 2) -> np.ndarray:
@@ -232,9 +248,9 @@ def empty_like_framework(like: Any, shape: Tuple[int, ...], dtype: Any) -> Any:
 
 def finish(out: Any, like: Any) -> Any:
     """A result made by `empty_like_framework`, as an array of `like`'s framework."""
-    if framework(like) != "dlpack" or not on_gpu(like):
+    if not isinstance(like, Foreign):
         return out
-    module = type(like).__module__.split(".")[0]
+    module = like.module
     if module in ("jax", "jaxlib"):
         return optional_module("jax.dlpack").from_dlpack(out)
     from_dlpack = getattr(optional_module(module), "from_dlpack", None)

@@ -147,6 +147,14 @@ OutArray device_empty(int64_t rows, int64_t cols, int gpu_id, size_t ndim) {
 
 void bind_device_buffers(nb::module_& m) {
   m.def(
+      "shape_of",
+      [](const InArray& a) {
+        std::vector<int64_t> shape(a.ndim());
+        for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
+        return shape;
+      },
+      "array"_a, "The shape of any DLPack array, as nanobind reads it.");
+  m.def(
       "device_empty",
       [](int64_t rows, int64_t cols, const std::string& dtype, int gpu_id, size_t ndim) {
         if (rows < 0 || cols < 0 || (ndim != 1 && ndim != 2))
