@@ -44,8 +44,7 @@ int main(int argc, char** argv) {
       if (r >= 3) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
     std::sort(us.begin(), us.end());
-    std::printf("median_us=%.2f min_us=%.2f blas=%s\n", us[us.size() / 2], us.front(),
-                simkit::blas_kernels().c_str());
+    std::printf("median_us=%.2f min_us=%.2f blas=%s\n", us[us.size() / 2], us.front(), simkit::blas_kernels().c_str());
   };
   if (ctx.device == simkit::Device::gpu) {
     simkit::DeviceMatrix<float> Xd(ctx, X.view()), Qd(ctx, Q.view()), Dd(ctx, m, k);

@@ -30,8 +30,8 @@ MatrixView<const float> host_points(CallContext& call, const InArray& a, const c
 }
 
 Record kmeans_call(const InArray& X, int64_t k, const std::string& metric, const std::string& init,
-                     const std::optional<InArray>& initial, int iterations, double tolerance, uint64_t seed,
-                     int64_t sample, const Context& base) {
+                   const std::optional<InArray>& initial, int iterations, double tolerance, uint64_t seed,
+                   int64_t sample, const Context& base) {
   CallContext call(base, 0);
   KmeansParams p;
   const MatrixView<const float> x = host_points(call, X, "X");
@@ -81,8 +81,8 @@ Record kcenter_call(const InArray& X, int64_t k, uint64_t seed, const Context& b
 }  // namespace
 
 void bind_clustering(nb::module_& m) {
-  m.def("kmeans", &kmeans_call, "X"_a, "k"_a, "metric"_a, "init"_a, "initial"_a.none(), "iterations"_a,
-        "tolerance"_a, "seed"_a, "sample"_a, "context"_a);
+  m.def("kmeans", &kmeans_call, "X"_a, "k"_a, "metric"_a, "init"_a, "initial"_a.none(), "iterations"_a, "tolerance"_a,
+        "seed"_a, "sample"_a, "context"_a);
   m.def("kcenter", &kcenter_call, "X"_a, "k"_a, "seed"_a, "context"_a);
 }
 

@@ -47,8 +47,8 @@ void knn_call(const InArray& Q, const InArray& X, int64_t k, const std::string& 
 }
 
 Record gauss_call(const InArray& X, const InArray& Y, double h, const std::optional<InArray>& weights,
-                    const OutArray& out, const std::string& method, double eps, int64_t clusters, int order,
-                    const Context& base, uintptr_t stream) {
+                  const OutArray& out, const std::string& method, double eps, int64_t clusters, int order,
+                  const Context& base, uintptr_t stream) {
   CallContext call(base, stream);
   const MatrixView<const float> x = call.matrix<const float>(X, "X"), y = call.matrix<const float>(Y, "Y");
   const ArrayView<double> o = call.array<double>(out, "out");

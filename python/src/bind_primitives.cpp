@@ -126,8 +126,8 @@ void sort_call(const OutArray& keys, const std::optional<OutArray>& values, bool
 void merge_call(const InArray& a, const InArray& b, const OutArray& out, const std::optional<InArray>& a_values,
                 const std::optional<InArray>& b_values, const std::optional<OutArray>& out_values, bool descending,
                 const Context& base, uintptr_t stream) {
-  if (a.dtype() != b.dtype()) bad("a and b must hold the same type, got " + dtype_name(a.dtype()) + " and " +
-                                  dtype_name(b.dtype()));
+  if (a.dtype() != b.dtype())
+    bad("a and b must hold the same type, got " + dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()));
   with_key_type(a.dtype(), "a", [&](auto ktag) {
     using K = decltype(ktag);
     CallContext call(base, stream);
@@ -200,11 +200,10 @@ void bind_primitives(nb::module_& m) {
   m.def("segmented_scan", &segmented_scan_call, "x"_a, "heads"_a.none(), "offsets"_a.none(), "out"_a, "op"_a,
         "exclusive"_a, "context"_a, "stream"_a = 0);
   m.def("sort", &sort_call, "keys"_a, "values"_a.none(), "descending"_a, "context"_a, "stream"_a = 0);
-  m.def("merge", &merge_call, "a"_a, "b"_a, "out"_a, "a_values"_a.none(), "b_values"_a.none(),
-        "out_values"_a.none(), "descending"_a, "context"_a, "stream"_a = 0);
+  m.def("merge", &merge_call, "a"_a, "b"_a, "out"_a, "a_values"_a.none(), "b_values"_a.none(), "out_values"_a.none(),
+        "descending"_a, "context"_a, "stream"_a = 0);
   m.def("select_k", &select_k_call, "x"_a, "k"_a, "largest"_a, "values"_a, "ids"_a, "context"_a, "stream"_a = 0);
-  m.def("spmv_csr", &spmv_call, "indptr"_a, "indices"_a, "data"_a, "cols"_a, "x"_a, "y"_a, "context"_a,
-        "stream"_a = 0);
+  m.def("spmv_csr", &spmv_call, "indptr"_a, "indices"_a, "data"_a, "cols"_a, "x"_a, "y"_a, "context"_a, "stream"_a = 0);
 }
 
 }  // namespace simkit::python

@@ -26,8 +26,9 @@ void check_dense(const Array& a, const char* name, size_t ndim) {
   int64_t expected = 1;
   for (size_t i = ndim; i-- > 0;) {
     if (a.shape(i) > 1 && a.stride(i) != expected)
-      bad(std::string(name) + " is not C-contiguous; pass a contiguous copy (numpy.ascontiguousarray, "
-                              "tensor.contiguous())");
+      bad(std::string(name) +
+          " is not C-contiguous; pass a contiguous copy (numpy.ascontiguousarray, "
+          "tensor.contiguous())");
     expected *= static_cast<int64_t>(a.shape(i));
   }
 }
@@ -63,8 +64,8 @@ Memory CallContext::place(int device_type, int device_id, const char* name) {
     bad(std::string(name) + " lives on a device simkit cannot reach (DLPack device type " +
         std::to_string(device_type) + "); simkit reads host memory and CUDA memory");
   if (gpu_ >= 0 && gpu_ != device_id)
-    bad(std::string(name) + " is on cuda:" + std::to_string(device_id) + " but another argument is on cuda:" +
-        std::to_string(gpu_) + "; put them on one GPU");
+    bad(std::string(name) + " is on cuda:" + std::to_string(device_id) +
+        " but another argument is on cuda:" + std::to_string(gpu_) + "; put them on one GPU");
   gpu_ = device_id;
   return Memory::device;
 }
@@ -106,7 +107,8 @@ ArrayView<T> CallContext::array(const OutArray& a, const char* name) {
 Context& CallContext::get() {
   if (!resolved_ && gpu_ >= 0) {
     if (ctx_.device == Device::cpu)
-      bad("the arrays are on cuda:" + std::to_string(gpu_) + " but device='cpu'; move them to the host or use "
+      bad("the arrays are on cuda:" + std::to_string(gpu_) +
+          " but device='cpu'; move them to the host or use "
           "device='gpu'");
     ctx_.device = Device::gpu;
     ctx_.gpu_id = gpu_;
@@ -115,10 +117,10 @@ Context& CallContext::get() {
   return ctx_;
 }
 
-#define SIMKIT_PY_VIEWS(T)                                                                       \
-  template MatrixView<const T> CallContext::matrix(const InArray&, const char*);  \
-  template MatrixView<T> CallContext::matrix(const OutArray&, const char*);                    \
-  template ArrayView<const T> CallContext::array(const InArray&, const char*);    \
+#define SIMKIT_PY_VIEWS(T)                                                       \
+  template MatrixView<const T> CallContext::matrix(const InArray&, const char*); \
+  template MatrixView<T> CallContext::matrix(const OutArray&, const char*);      \
+  template ArrayView<const T> CallContext::array(const InArray&, const char*);   \
   template ArrayView<T> CallContext::array(const OutArray&, const char*);
 SIMKIT_PY_VIEWS(float)
 SIMKIT_PY_VIEWS(double)

@@ -53,8 +53,9 @@ void bind_context(nb::module_& m) {
       .def(
           "__init__",
           [](Context* c, const std::string& device, int threads, std::optional<int64_t> gpu_memory, int gpu_id) {
-            if (threads < 0) throw Error(ErrorCode::invalid_argument, "threads must be >= 0 (0 = all), got " +
-                                                                          std::to_string(threads));
+            if (threads < 0)
+              throw Error(ErrorCode::invalid_argument,
+                          "threads must be >= 0 (0 = all), got " + std::to_string(threads));
             if (gpu_memory && *gpu_memory <= 0)
               throw Error(ErrorCode::invalid_argument,
                           "gpu_memory must be a positive number of bytes or None, got " + std::to_string(*gpu_memory));
@@ -74,12 +75,14 @@ void bind_context(nb::module_& m) {
                      return static_cast<int64_t>(c.gpu_memory_budget);
                    })
       .def_prop_ro("gpu_id", [](const Context& c) { return c.gpu_id; })
-      .def("resolved_device", [](const Context& c) { return std::string(to_string(resolve_device(c))); },
-           "'cpu' or 'gpu': where a call with only host arrays runs.")
+      .def(
+          "resolved_device", [](const Context& c) { return std::string(to_string(resolve_device(c))); },
+          "'cpu' or 'gpu': where a call with only host arrays runs.")
       .def("__repr__", [](const Context& c) {
         std::string budget = c.gpu_memory_budget ? std::to_string(c.gpu_memory_budget) : "None";
-        return "simkit.Context(device='" + std::string(to_string(c.device)) + "', threads=" +
-               std::to_string(c.threads) + ", gpu_memory=" + budget + ", gpu_id=" + std::to_string(c.gpu_id) + ")";
+        return "simkit.Context(device='" + std::string(to_string(c.device)) +
+               "', threads=" + std::to_string(c.threads) + ", gpu_memory=" + budget +
+               ", gpu_id=" + std::to_string(c.gpu_id) + ")";
       });
 }
 
@@ -176,7 +179,8 @@ void bind_device_buffers(nb::module_& m) {
 NB_MODULE(_simkit, m) {
   using namespace simkit::python;
   m.doc() = "simkit's compiled core; use the `simkit` package, which wraps it.";
-  m.def("version", [] { return std::string(SIMKIT_VERSION_STRING); }, "The version of simkit, as in its CMake project.");
+  m.def(
+      "version", [] { return std::string(SIMKIT_VERSION_STRING); }, "The version of simkit, as in its CMake project.");
   remember_main_thread();
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
