@@ -12,7 +12,8 @@ import numpy as np
 import simkit
 
 rng = np.random.default_rng(0)
-X = rng.standard_normal((50_000, 96), dtype=np.float32)  # the base
+centers = rng.standard_normal((200, 96), dtype=np.float32)
+X = centers[rng.integers(0, 200, 50_000)] + 0.3 * rng.standard_normal((50_000, 96), dtype=np.float32)  # the base
 Q = X[:5] + 0.01 * rng.standard_normal((5, 96), dtype=np.float32)  # queries near rows 0..4
 
 # Exact search, FAISS's result shapes: D (5 x 10 float32), I (5 x 10 int64).

@@ -22,7 +22,7 @@ data = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else root.parent / "shared
 if not (data / "base_minilm_f16.npy").exists():
     sys.exit(f"no WordNet data in {data}; pass its directory")
 
-docs = [line.rstrip("\n").split("\t", 1)[-1] for line in open(data / "docs.tsv", encoding="utf-8")]
+docs = [line.rstrip("\n").split("\t")[-1] for line in open(data / "docs.tsv", encoding="utf-8")]
 X = np.load(data / "base_minilm_f16.npy").astype(np.float32)  # 117,659 x 384
 Q = np.load(data / "queries_minilm_f16.npy").astype(np.float32)[:2000]
 truth = simkit.read(data / "groundtruth_cosine.ivecs")[:2000, :10]
