@@ -70,34 +70,18 @@ Memory CallContext::place(int device_type, int device_id, const char* name) {
   return Memory::device;
 }
 
-template <class T>
-MatrixView<T> CallContext::matrix(const InArray& a, const char* name) {
-  static_assert(std::is_const_v<T>, "inputs are read-only");
+template <class T, class Array>
+MatrixView<T> CallContext::matrix(const Array& a, const char* name) {
+  static_assert(std::is_const_v<T> || !Array::ReadOnly, "read-only arrays give views of const elements");
   check_dense(a, name, 2);
   check_dtype<T>(a, name);
   const Memory where = place(a.device_type(), a.device_id(), name);
   return {static_cast<T*>(a.data()), static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1)), where};
 }
 
-template <class T>
-MatrixView<T> CallContext::matrix(const OutArray& a, const char* name) {
-  check_dense(a, name, 2);
-  check_dtype<T>(a, name);
-  const Memory where = place(a.device_type(), a.device_id(), name);
-  return {static_cast<T*>(a.data()), static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1)), where};
-}
-
-template <class T>
-ArrayView<T> CallContext::array(const InArray& a, const char* name) {
-  static_assert(std::is_const_v<T>, "inputs are read-only");
-  check_dense(a, name, 1);
-  check_dtype<T>(a, name);
-  const Memory where = place(a.device_type(), a.device_id(), name);
-  return {static_cast<T*>(a.data()), static_cast<int64_t>(a.shape(0)), where};
-}
-
-template <class T>
-ArrayView<T> CallContext::array(const OutArray& a, const char* name) {
+template <class T, class Array>
+ArrayView<T> CallContext::array(const Array& a, const char* name) {
+  static_assert(std::is_const_v<T> || !Array::ReadOnly, "read-only arrays give views of const elements");
   check_dense(a, name, 1);
   check_dtype<T>(a, name);
   const Memory where = place(a.device_type(), a.device_id(), name);

@@ -38,15 +38,12 @@ class CallContext {
  public:
   CallContext(const Context& base, uintptr_t stream) : ctx_(base) { ctx_.stream = reinterpret_cast<void*>(stream); }
 
-  /// A host view, or a device view on this call's GPU, of a C-contiguous array of T.
-  template <class T>
-  MatrixView<T> matrix(const InArray& a, const char* name);
-  template <class T>
-  MatrixView<T> matrix(const OutArray& a, const char* name);
-  template <class T>
-  ArrayView<T> array(const InArray& a, const char* name);
-  template <class T>
-  ArrayView<T> array(const OutArray& a, const char* name);
+  /// A host view, or a device view on this call's GPU, of a C-contiguous array of T (const T
+  /// for an InArray, T for an OutArray).
+  template <class T, class Array>
+  MatrixView<T> matrix(const Array& a, const char* name);
+  template <class T, class Array>
+  ArrayView<T> array(const Array& a, const char* name);
 
   /// The Context to hand to simkit: the GPU of the device operands, and device = gpu when
   /// there are any (Error(invalid_argument) if the user asked for the CPU).
