@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <memory>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,12 +34,10 @@ struct KdeOptions {
   RunOptions run;
 };
 
-enum class Rule { fixed, scott, silverman };
-
-// "scott", "silverman" or a finite number > 0 (sigma).
-Rule parse_bandwidth(const std::string& text, double& sigma) {
-  if (text == "scott") return Rule::scott;
-  if (text == "silverman") return Rule::silverman;
+// sigma given as a finite number > 0; empty for a rule's name (scott / silverman).
+std::optional<double> parse_sigma(const std::string& text) {
+  if (text == "scott" || text == "silverman") return std::nullopt;
+  double sigma = 0;
   size_t used = 0;
   try {
     sigma = std::stod(text, &used);
@@ -47,24 +46,7 @@ Rule parse_bandwidth(const std::string& text, double& sigma) {
   }
   if (text.empty() || used != text.size()) bad("--bandwidth: '" + text + "' is neither a number nor scott / silverman");
   if (!(std::isfinite(sigma) && sigma > 0)) bad("--bandwidth must be a finite sigma > 0, got " + text);
-  return Rule::fixed;
-}
-
-// The mean over dimensions of the sample standard deviation (n - 1 in the denominator), in
-// float64 with the mean subtracted first.
-double mean_std(const Matrix<float>& X) {
-  const int64_t n = X.rows(), d = X.cols();
-  if (n < 2) bad("--bandwidth scott/silverman needs at least 2 rows in --data");
-  double total = 0;
-  for (int64_t k = 0; k < d; ++k) {
-    double mean = 0;
-    for (int64_t i = 0; i < n; ++i) mean += X(i, k);
-    mean /= double(n);
-    double ss = 0;
-    for (int64_t i = 0; i < n; ++i) ss += (X(i, k) - mean) * (X(i, k) - mean);
-    total += std::sqrt(ss / double(n - 1));
-  }
-  return total / double(d);
+  return sigma;
 }
 
 void run_kde(const KdeOptions& o) {
@@ -72,8 +54,7 @@ void run_kde(const KdeOptions& o) {
   options.method = parse_gauss_method(o.method);
   if (!(o.eps > 0 && o.eps < 1)) bad("--eps must lie in (0, 1), got " + number(o.eps));
   options.eps = o.eps;
-  double sigma = 0;
-  const Rule rule = parse_bandwidth(o.bandwidth, sigma);
+  const std::optional<double> given = parse_sigma(o.bandwidth);
   ProgressBar bar("kde");
   Context ctx = make_context(o.run, bar.callback());
   check_output_path(o.out, "--out", {".npy"});
@@ -104,12 +85,7 @@ void run_kde(const KdeOptions& o) {
     if (!(sum > 0)) bad("--weights: the weights sum to 0");
     for (double& v : w) v /= sum;
   }
-  if (rule != Rule::fixed) {
-    const double s = mean_std(X);
-    if (!(s > 0)) bad("--bandwidth " + o.bandwidth + ": the data has zero spread; give --bandwidth sigma");
-    const double shrink = std::pow(double(n), -1.0 / double(d + 4));
-    sigma = rule == Rule::scott ? shrink * s : std::pow(4.0 / double(d + 2), 1.0 / double(d + 4)) * shrink * s;
-  }
+  const double sigma = given ? *given : kde_bandwidth(X.view(), parse_bandwidth_rule(o.bandwidth));
   const double read_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
@@ -127,7 +103,7 @@ void run_kde(const KdeOptions& o) {
 
   if (o.verbose) {
     std::printf("sigma: %s (%s), Gauss transform h = sqrt(2) sigma = %s\n", number(sigma).c_str(),
-                rule == Rule::fixed ? "given" : o.bandwidth.c_str(), number(h).c_str());
+                given ? "given" : o.bandwidth.c_str(), number(h).c_str());
     std::printf("method: %s\n", to_string(report.method));
     if (report.method == GaussMethod::ifgt)
       std::printf("ifgt: K = %lld clusters, p = %d, cut-off r = %s, bound |error| <= %s x (2 pi sigma^2)^(-d/2)\n",

@@ -65,6 +65,21 @@ GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const
                             MatrixView<const float> Y, double h, MatrixView<double> out,
                             const GaussOptions& options = {});
 
+/// Bandwidth rules of Gaussian kernel density estimation, density(y) = sum_i w_i N(y; x_i,
+/// sigma^2 I) (the Gauss transform with h = sqrt(2) sigma, times (2 pi sigma^2)^(-d/2)). With s
+/// the mean over dimensions of the sample standard deviation of X (n - 1 in the denominator,
+/// unweighted, in float64):
+///   scott      sigma = n^(-1/(d+4)) s
+///   silverman  sigma = (4/(d+2))^(1/(d+4)) n^(-1/(d+4)) s
+enum class BandwidthRule { scott, silverman };
+
+/// "scott" or "silverman"; throws Error(invalid_argument) otherwise.
+BandwidthRule parse_bandwidth_rule(const std::string& name);
+
+/// sigma by `rule` for the n x d host rows of X. Throws Error(invalid_argument) when n < 2 or
+/// the rows have no spread (s = 0).
+double kde_bandwidth(MatrixView<const float> X, BandwidthRule rule);
+
 /// Convenience form returning the m values.
 std::vector<double> gauss_transform(const Context& ctx, MatrixView<const float> X, const std::vector<double>& q,
                                     MatrixView<const float> Y, double h, const GaussOptions& options = {},

@@ -21,8 +21,8 @@ import numpy as np
 
 from . import _simkit
 
-# DLPack device types: host, CUDA, pinned host, CUDA managed.
-_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+# DLPack device types of GPU memory: CUDA, CUDA managed.
+_DL_CUDA, _DL_CUDA_MANAGED = 2, 13
 
 _default_context: Optional[_simkit.Context] = None
 
@@ -85,29 +85,64 @@ def framework(x: Any) -> str:
 
 
 def on_gpu(x: Any) -> bool:
-    if type(x) is np.ndarray:
-        return False
-    if hasattr(x, "__dlpack_device__"):
-        kind, _ = x.__dlpack_device__()
-        return int(kind) in (_DL_CUDA, _DL_CUDA_MANAGED)
+    fw = framework(x)
+    if fw == "torch":
+        return bool(x.is_cuda)
+    if fw == "cupy":
+        return True
+    if fw == "dlpack":
+        return int(x.__dlpack_device__()[0]) in (_DL_CUDA, _DL_CUDA_MANAGED)
     return False
 
 
-def gpu_id(x: Any) -> int:
-    return int(x.__dlpack_device__()[1])
-
-
-def stream_of(x: Any) -> int:
+def _stream_of(x: Any) -> int:
     """The raw CUDA stream of x's framework on x's GPU, or 0 (simkit's own, synchronised)."""
     fw = framework(x)
-    if fw == "torch" and x.is_cuda:
-        torch = optional_module("torch")
-        return int(torch.cuda.current_stream(x.device).cuda_stream)
+    if fw == "torch":
+        return int(optional_module("torch").cuda.current_stream(x.device).cuda_stream)
     if fw == "cupy":
         cupy = optional_module("cupy")
         with cupy.cuda.Device(x.device.id):
             return int(cupy.cuda.get_current_stream().ptr)
     return 0
+
+
+class Results:
+    """Where one call's results go, worked out once per call: arrays allocated in the framework
+    and on the device of `like` (the argument the results follow), and the stream of the first
+    GPU array among `like` and `others` (0: none, simkit's own streams)."""
+
+    __slots__ = ("like", "fw", "stream")
+
+    def __init__(self, like: Any, *others: Any) -> None:
+        self.like = like
+        self.fw = framework(like)
+        gpu = next((a for a in (like, *others) if on_gpu(a)), None)
+        self.stream = 0 if gpu is None else _stream_of(gpu)
+
+    def empty(self, shape: Tuple[int, ...], dtype: str) -> Any:
+        """Uninitialised, in like's framework where simkit can allocate there (NumPy, torch,
+        CuPy); for a Foreign array, a simkit-owned DLPack buffer that `finish` hands over."""
+        if self.fw == "torch":
+            torch = optional_module("torch")
+            return torch.empty(shape, dtype=getattr(torch, dtype), device=self.like.device)
+        if self.fw == "cupy":
+            cupy = optional_module("cupy")
+            with cupy.cuda.Device(self.like.device.id):
+                return cupy.empty(shape, dtype=dtype)
+        if isinstance(self.like, Foreign):
+            cols = shape[1] if len(shape) == 2 else 1
+            return _simkit.device_empty(shape[0], cols, dtype, self.like.gpu_id, len(shape))
+        return np.empty(shape, dtype=dtype)
+
+    def finish(self, out: Any) -> Any:
+        """A result from `empty`, as an array of like's framework."""
+        if not isinstance(self.like, Foreign):
+            return out
+        if self.like.module in ("jax", "jaxlib"):
+            return optional_module("jax.dlpack").from_dlpack(out)
+        from_dlpack = getattr(optional_module(self.like.module), "from_dlpack", None)
+        return from_dlpack(out) if from_dlpack is not None else out
 
 
 _FLOAT_KINDS = "fiub"
@@ -165,7 +200,7 @@ def array_in(x: Any, name: str, dtype: Any = np.float32, ndim: int = 2, allow_em
         _check_ndim(tuple(x.shape), name, ndim)
         a = _cupy_input(x, name, dtype)
     elif fw == "dlpack" and on_gpu(x):
-        a = x if isinstance(x, Foreign) else Foreign(x)  # read as it is; the module checks type and layout
+        a = foreign(x)
     else:
         a = _numpy_input(x, name, dtype, ndim)
         _check_ndim(a.shape, name, ndim)
@@ -190,18 +225,25 @@ def host_copy(x: Any, name: str) -> Any:
 
 class Foreign:
     """A GPU array of a framework simkit does not know, passed through by DLPack, with the
-    shape (read once through DLPack) that the Python layer needs to size the results."""
+    shape and dtype name (read once through DLPack) that the Python layer sizes results by."""
 
     def __init__(self, array: Any) -> None:
         self.array = array
-        self.shape: Tuple[int, ...] = tuple(_simkit.shape_of(array))
+        shape, self.dtype = _simkit.array_info(array)
+        self.shape: Tuple[int, ...] = tuple(shape)
         self.module = type(array).__module__.split(".")[0]
+        self.gpu_id = int(array.__dlpack_device__()[1])
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self.array.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> Any:
         return self.array.__dlpack_device__()
+
+
+def foreign(x: Any) -> Foreign:
+    """x read as it is (the module checks its type and layout), with its shape."""
+    return x if isinstance(x, Foreign) else Foreign(x)
 
 
 def to_host(x: Any, name: str, dtype: Any = np.float32, ndim: int = 2) -> np.ndarray:
@@ -225,36 +267,6 @@ def integer_in(x: Any, name: str, ndim: int = 1) -> Any:
         return np.ascontiguousarray(a, dtype=np.int64)
     _check_ndim(tuple(x.shape), name, ndim)
     return x
-
-
-def empty_like_framework(like: Any, shape: Tuple[int, ...], dtype: Any) -> Any:
-    """An uninitialised array of `shape` where `like` lives, in its framework when simkit
-    knows how to allocate there (NumPy, torch, CuPy); otherwise a simkit-owned DLPack buffer
-    that `finish` hands to the framework."""
-    fw = framework(like)
-    if fw == "torch":
-        torch = optional_module("torch")
-        return torch.empty(shape, dtype=getattr(torch, np.dtype(dtype).name), device=like.device)
-    if fw == "cupy":
-        cupy = optional_module("cupy")
-        with cupy.cuda.Device(like.device.id):
-            return cupy.empty(shape, dtype=dtype)
-    if fw == "dlpack" and on_gpu(like):
-        rows = shape[0]
-        cols = shape[1] if len(shape) == 2 else 1
-        return _simkit.device_empty(rows, cols, np.dtype(dtype).name, gpu_id(like), len(shape))
-    return np.empty(shape, dtype=dtype)
-
-
-def finish(out: Any, like: Any) -> Any:
-    """A result made by `empty_like_framework`, as an array of `like`'s framework."""
-    if not isinstance(like, Foreign):
-        return out
-    module = like.module
-    if module in ("jax", "jaxlib"):
-        return optional_module("jax.dlpack").from_dlpack(out)
-    from_dlpack = getattr(optional_module(module), "from_dlpack", None)
-    return from_dlpack(out) if from_dlpack is not None else out
 
 
 def copy_of(x: Any) -> Any:

@@ -17,13 +17,6 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
 
-def _stream(*arrays: Any) -> int:
-    for a in arrays:
-        if A.on_gpu(a):
-            return A.stream_of(a)
-    return 0
-
-
 @overload
 def pairwise(
     Q: npt.NDArray[Any],
@@ -76,9 +69,10 @@ def pairwise(
     """
     ctx = A.context(context, device, threads, gpu_memory)
     Qa, Xa = A.array_in(Q, "Q"), A.array_in(X, "X")
-    out = A.empty_like_framework(Qa, (Qa.shape[0], Xa.shape[0]), np.float32)
-    _simkit.pairwise(Qa, Xa, A.text(metric, "metric"), out, ctx, _stream(Qa, Xa))
-    return A.finish(out, Qa)
+    results = A.Results(Qa, Xa)
+    out = results.empty((Qa.shape[0], Xa.shape[0]), "float32")
+    _simkit.pairwise(Qa, Xa, A.text(metric, "metric"), out, ctx, results.stream)
+    return results.finish(out)
 
 
 @overload
@@ -140,10 +134,10 @@ def knn(
     if k > Xa.shape[0]:
         raise ValueError(f"k = {k} exceeds the number of rows of X ({Xa.shape[0]})")
     m = Qa.shape[0]
-    D = A.empty_like_framework(Qa, (m, k), np.float32)
-    I = A.empty_like_framework(Qa, (m, k), np.int64)
-    _simkit.knn(Qa, Xa, k, A.text(metric, "metric"), D, I, ctx, _stream(Qa, Xa))
-    return A.finish(D, Qa), A.finish(I, Qa)
+    results = A.Results(Qa, Xa)
+    D, I = results.empty((m, k), "float32"), results.empty((m, k), "int64")
+    _simkit.knn(Qa, Xa, k, A.text(metric, "metric"), D, I, ctx, results.stream)
+    return results.finish(D), results.finish(I)
 
 
 GaussReport = Dict[str, Union[str, int, float]]
@@ -186,7 +180,8 @@ def gauss(
     ctx = A.context(context, device, threads, gpu_memory)
     Xa, Ya = A.array_in(X, "X"), A.array_in(Y, "Y")
     w = None if weights is None else A.to_host(weights, "weights", np.float64, 1)
-    out = A.empty_like_framework(Ya, (Ya.shape[0],), np.float64)
+    results = A.Results(Ya, Xa)
+    out = results.empty((Ya.shape[0],), "float64")
     report = _simkit.gauss(
         Xa,
         Ya,
@@ -198,23 +193,10 @@ def gauss(
         A.integer(ifgt_clusters, "ifgt_clusters"),
         A.integer(ifgt_order, "ifgt_order"),
         ctx,
-        _stream(Xa, Ya),
+        results.stream,
     )
-    G = A.finish(out, Ya)
+    G = results.finish(out)
     return (G, report) if return_report else G
-
-
-def _bandwidth_rule(X: np.ndarray, rule: str) -> float:
-    n, d = X.shape
-    if n < 2:
-        raise ValueError(f"bandwidth='{rule}' needs at least 2 rows in X")
-    s = float(np.mean(np.std(X.astype(np.float64), axis=0, ddof=1)))
-    if not s > 0:
-        raise ValueError(f"bandwidth='{rule}': X has zero spread; give a number (sigma)")
-    shrink = n ** (-1.0 / (d + 4))
-    if rule == "scott":
-        return float(shrink * s)
-    return float((4.0 / (d + 2)) ** (1.0 / (d + 4)) * shrink * s)
 
 
 def kde(
@@ -249,7 +231,7 @@ def kde(
     if isinstance(bandwidth, str):
         if bandwidth not in ("scott", "silverman"):
             raise ValueError(f"bandwidth must be a number (sigma), 'scott' or 'silverman', got '{bandwidth}'")
-        sigma = _bandwidth_rule(A.to_host(Xa, "X"), bandwidth)
+        sigma = _simkit.kde_bandwidth(A.to_host(Xa, "X"), bandwidth)
     else:
         sigma = float(bandwidth)
         if not (math.isfinite(sigma) and sigma > 0):

@@ -141,10 +141,10 @@ class Index:
         Qa = A.array_in(Q, "Q")
         probes = _nprobe(nprobe)
         m = Qa.shape[0]
-        D = A.empty_like_framework(Qa, (m, k), np.float32)
-        I = A.empty_like_framework(Qa, (m, k), np.int64)
-        h.search(Qa, k, probes, D, I, _ctx(kw), A.stream_of(Qa))
-        return A.finish(D, Qa), A.finish(I, Qa)
+        results = A.Results(Qa)
+        D, I = results.empty((m, k), "float32"), results.empty((m, k), "int64")
+        h.search(Qa, k, probes, D, I, _ctx(kw), results.stream)
+        return results.finish(D), results.finish(I)
 
     # ------------------------------------------------------------------ files and lifetime
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:

@@ -33,7 +33,7 @@ def _vector(x: Any, name: str, allowed: Tuple[str, ...]) -> Any:
     elif fw == "cupy":
         v = A.optional_module("cupy").ascontiguousarray(x)
     elif fw == "dlpack" and A.on_gpu(x):
-        v = x
+        v = A.foreign(x)
     else:
         v = np.ascontiguousarray(np.asarray(x))
         if (v.dtype == np.bool_ and "bool" not in allowed) or v.dtype.kind not in "iufb":
@@ -49,10 +49,6 @@ def _ctx(kw: Dict[str, Any]) -> _simkit.Context:
     return A.context_from_keywords(kw)
 
 
-def _empty(like: Any, n: int) -> Any:
-    return A.empty_like_framework(like, (n,), np.dtype(_dtype_name(like)))
-
-
 def scan(x: Any, op: str = "sum", *, exclusive: bool = False, **kw: Any) -> Any:
     """Prefix scan: out[i] = x[0] op ... op x[i] (exclusive: up to x[i - 1], out[0] = identity).
 
@@ -63,10 +59,11 @@ def scan(x: Any, op: str = "sum", *, exclusive: bool = False, **kw: Any) -> Any:
     array([ 0,  1,  3,  6, 10])
     """
     v = _vector(x, "x", _VALUE_TYPES)
-    out = _empty(v, v.shape[0])
+    results = A.Results(v)
+    out = results.empty(v.shape, _dtype_name(v))
     if v.shape[0]:
-        _simkit.scan(v, out, A.text(op, "op"), bool(exclusive), _ctx(kw), A.stream_of(v))
-    return A.finish(out, v)
+        _simkit.scan(v, out, A.text(op, "op"), bool(exclusive), _ctx(kw), results.stream)
+    return results.finish(out)
 
 
 def segmented_scan(
@@ -86,9 +83,10 @@ def segmented_scan(
         h = _vector(heads, "heads", ("uint8", "bool"))
     else:
         o = _vector(offsets, "offsets", ("int32", "int64"))
-    out = _empty(v, v.shape[0])
-    _simkit.segmented_scan(v, h, o, out, A.text(op, "op"), bool(exclusive), _ctx(kw), A.stream_of(v))
-    return A.finish(out, v)
+    results = A.Results(v)
+    out = results.empty(v.shape, _dtype_name(v))
+    _simkit.segmented_scan(v, h, o, out, A.text(op, "op"), bool(exclusive), _ctx(kw), results.stream)
+    return results.finish(out)
 
 
 def sort(keys: Any, values: Any = None, *, descending: bool = False, **kw: Any) -> Any:
@@ -107,7 +105,7 @@ def sort(keys: Any, values: Any = None, *, descending: bool = False, **kw: Any) 
         if v.shape[0] != k.shape[0]:
             raise ValueError(f"values has {v.shape[0]} elements but keys has {k.shape[0]}")
     if k.shape[0]:
-        _simkit.sort(k, v, bool(descending), _ctx(kw), A.stream_of(k))
+        _simkit.sort(k, v, bool(descending), _ctx(kw), A.Results(k).stream)
     return k if v is None else (k, v)
 
 
@@ -122,16 +120,17 @@ def merge(
     ka, kb = _vector(a, "a", _KEY_TYPES), _vector(b, "b", _KEY_TYPES)
     if (a_values is None) != (b_values is None):
         raise ValueError("give a_values and b_values together, or neither")
-    out = _empty(ka, ka.shape[0] + kb.shape[0])
+    results = A.Results(ka, kb)
+    out = results.empty((ka.shape[0] + kb.shape[0],), _dtype_name(ka))
     va = vb = vo = None
     if a_values is not None:
         va, vb = _vector(a_values, "a_values", _VALUE_TYPES), _vector(b_values, "b_values", _VALUE_TYPES)
         if va.shape[0] != ka.shape[0] or vb.shape[0] != kb.shape[0]:
             raise ValueError("a_values and b_values must be as long as a and b")
-        vo = _empty(va, va.shape[0] + vb.shape[0])
+        vo = results.empty((va.shape[0] + vb.shape[0],), _dtype_name(va))
     if out.shape[0]:
-        _simkit.merge(ka, kb, out, va, vb, vo, bool(descending), _ctx(kw), A.stream_of(ka))
-    return A.finish(out, ka) if vo is None else (A.finish(out, ka), A.finish(vo, ka))
+        _simkit.merge(ka, kb, out, va, vb, vo, bool(descending), _ctx(kw), results.stream)
+    return results.finish(out) if vo is None else (results.finish(out), results.finish(vo))
 
 
 def select_k(x: Any, k: int, *, largest: bool = False, **kw: Any) -> Tuple[Any, Any]:
@@ -147,10 +146,10 @@ def select_k(x: Any, k: int, *, largest: bool = False, **kw: Any) -> Tuple[Any, 
     k = A.positive_int(k, "k")
     if k > xa.shape[1]:
         raise ValueError(f"k = {k} exceeds the number of columns of x ({xa.shape[1]})")
-    values = A.empty_like_framework(xa, (xa.shape[0], k), np.float32)
-    ids = A.empty_like_framework(xa, (xa.shape[0], k), np.int64)
-    _simkit.select_k(xa, k, bool(largest), values, ids, _ctx(kw), A.stream_of(xa))
-    return A.finish(values, xa), A.finish(ids, xa)
+    results = A.Results(xa)
+    values, ids = results.empty((xa.shape[0], k), "float32"), results.empty((xa.shape[0], k), "int64")
+    _simkit.select_k(xa, k, bool(largest), values, ids, _ctx(kw), results.stream)
+    return results.finish(values), results.finish(ids)
 
 
 def spmv_csr(indptr: Any, indices: Any, data: Any, x: Any, *, n_cols: Optional[int] = None, **kw: Any) -> Any:
@@ -168,6 +167,7 @@ def spmv_csr(indptr: Any, indices: Any, data: Any, x: Any, *, n_cols: Optional[i
     if p.shape[0] < 1:
         raise ValueError("indptr needs at least one entry (rows + 1)")
     cols = xv.shape[0] if n_cols is None else A.integer(n_cols, "n_cols")
-    y = _empty(xv, p.shape[0] - 1)
-    _simkit.spmv_csr(p, i, d, cols, xv, y, _ctx(kw), A.stream_of(xv))
-    return A.finish(y, xv)
+    results = A.Results(xv, p)
+    y = results.empty((p.shape[0] - 1,), _dtype_name(xv))
+    _simkit.spmv_csr(p, i, d, cols, xv, y, _ctx(kw), results.stream)
+    return results.finish(y)

@@ -82,6 +82,15 @@ Record gauss_call(const InArray& X, const InArray& Y, double h, const std::optio
 void bind_compute(nb::module_& m) {
   m.def("pairwise", &pairwise_call, "Q"_a, "X"_a, "metric"_a, "out"_a, "context"_a, "stream"_a = 0);
   m.def("knn", &knn_call, "Q"_a, "X"_a, "k"_a, "metric"_a, "D"_a, "I"_a, "context"_a, "stream"_a = 0);
+  m.def(
+      "kde_bandwidth",
+      [](const InArray& X, const std::string& rule) {
+        CallContext host(Context{}, 0);
+        const MatrixView<const float> x = host.matrix<const float>(X, "X");
+        if (x.where != Memory::host) throw Error(ErrorCode::invalid_argument, "X must be a host array");
+        return kde_bandwidth(x, parse_bandwidth_rule(rule));
+      },
+      "X"_a, "rule"_a);
   m.def("gauss", &gauss_call, "X"_a, "Y"_a, "h"_a, "weights"_a.none(), "out"_a, "method"_a, "eps"_a, "clusters"_a,
         "order"_a, "context"_a, "stream"_a = 0);
 }

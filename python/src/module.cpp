@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -120,18 +121,18 @@ void bind_io(nb::module_& m) {
       "int64 ids from .ivecs or an integer .npy.");
   m.def(
       "write_matrix",
-      [](const std::string& path, const InArray& a, uintptr_t) {
+      [](const std::string& path, const InArray& a) {
         CallContext call(Context{}, 0);
         write_matrix(path, call.matrix<const float>(a, "array"));
       },
-      "path"_a, "array"_a, "stream"_a = 0, "Writes float32 rows atomically to .npy / .fvecs / .bvecs.");
+      "path"_a, "array"_a, "Writes float32 rows atomically to .npy / .fvecs / .bvecs.");
   m.def(
       "write_ids",
-      [](const std::string& path, const InArray& a, uintptr_t) {
+      [](const std::string& path, const InArray& a) {
         CallContext call(Context{}, 0);
         write_ids(path, call.matrix<const int64_t>(a, "array"));
       },
-      "path"_a, "array"_a, "stream"_a = 0, "Writes int64 ids atomically to .npy (int64) or .ivecs (int32).");
+      "path"_a, "array"_a, "Writes int64 ids atomically to .npy (int64) or .ivecs (int32).");
 }
 
 // A device allocation that a DLPack consumer (JAX, or any framework simkit does not allocate
@@ -150,13 +151,13 @@ OutArray device_empty(int64_t rows, int64_t cols, int gpu_id, size_t ndim) {
 
 void bind_device_buffers(nb::module_& m) {
   m.def(
-      "shape_of",
+      "array_info",
       [](const InArray& a) {
         std::vector<int64_t> shape(a.ndim());
         for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
-        return shape;
+        return std::make_pair(shape, dtype_name(a.dtype()));
       },
-      "array"_a, "The shape of any DLPack array, as nanobind reads it.");
+      "array"_a, "The shape and dtype name ('float32', ...) of any DLPack array, as nanobind reads it.");
   m.def(
       "device_empty",
       [](int64_t rows, int64_t cols, const std::string& dtype, int gpu_id, size_t ndim) {
