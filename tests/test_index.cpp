@@ -1,8 +1,9 @@
 // The Index contract (include/simkit/index.hpp), over every index type on both backends: empty
 // and short results padded, flat equal to knn bit for bit, ivf_flat with nprobe = nlist equal to
 // flat bit for bit on every metric (random, integer and real data), recall rising with nprobe,
-// removed ids never returned, save/load round trips, every damaged file refused, bad input
-// refused with nothing changed, concurrent searches.
+// removed ids never returned, allow-lists met exactly (the float64 reference over the allowed
+// ids alone, any density, after remove too), save/load round trips, every damaged file refused,
+// bad input refused with nothing changed, concurrent searches.
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,7 @@
 #include <simkit/io.hpp>
 #include <simkit/knn.hpp>
 
+#include "allow_list_check.hpp"
 #include "contexts.hpp"
 #include "expect_error.hpp"
 #include "index/index_file.hpp"
@@ -89,6 +91,13 @@ std::vector<int64_t> scattered_ids(int64_t n, uint64_t seed) {
   std::vector<int64_t> ids(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = 1000003 * (i + 1) % 9999991 + 17;
   std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
+  return ids;
+}
+
+/// The ids add() gives n rows when none are passed: 0 .. n-1.
+std::vector<int64_t> first_ids(int64_t n) {
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
   return ids;
 }
 
@@ -221,6 +230,90 @@ TEST_P(IndexContract, RemovedIdsAreNeverReturned) {
     auto fresh = make_index("flat", X.cols(), metric);
     fresh->add(context(), kept.view(), kept_ids);
     expect_same(r, fresh->search(context(), Q.view(), 25), std::string(kind().name) + " after remove");
+  }
+}
+
+// ---------------------------------------------------------------- allow-lists
+
+// The top-k among the allowed ids, not a filtered short list: ivf_flat at its default nprobe
+// (1 of 16 lists) must still find the best allowed rows wherever they are stored.
+TEST_P(IndexContract, AllowListIsExactOverTheAllowedIds) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const uint64_t seed = test_seed();
+  const int64_t n = 1037, d = 37, m = 13, k = 10;
+  for (Metric metric : kMetrics) {
+    const Matrix<float> X = inputs_for(metric, n, d, seed), Q = inputs_for(metric, m, d, seed + 9);
+    const std::vector<int64_t> ids = scattered_ids(n, seed);
+    auto index = build(X, metric, ids);
+    const struct {
+      const char* name;
+      std::vector<int64_t> allowed;
+    } cases[] = {
+        {"empty", {}},
+        {"one id", pick_allowed(ids, 0, 1, 0, seed + 1)},
+        {"5 ids and 3 not stored", pick_allowed(ids, 0, 5, 3, seed + 2)},
+        {"5%", pick_allowed(ids, 0.05, 0, 0, seed + 3)},
+        {"50% and 20 not stored", pick_allowed(ids, 0.5, 0, 20, seed + 4)},
+        {"all", pick_allowed(ids, 1, 0, 0, seed + 5)},
+        {"only ids not stored", pick_allowed(ids, 0, 0, 4, seed + 6)},
+    };
+    for (const auto& c : cases) {
+      const std::string label =
+          std::string(kind().name) + " " + to_string(metric) + " " + c.name + " seed " + std::to_string(seed);
+      const IndexSearchResult r = index->search(context(), Q.view(), k, allowing(c.allowed));
+      expect_allowed_result(context(), r, Q, allowed_subset(X, ids, c.allowed), metric, label);
+    }
+  }
+}
+
+TEST_P(IndexContract, AllowListShorterThanKIsPadded) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = random_matrix(40, 6, 101), Q = random_matrix(4, 6, 102);
+  for (Metric metric : {Metric::l2, Metric::dot}) {
+    auto index = build(X, metric);  // ids 0 .. 39
+    const std::vector<int64_t> allowed = {-2, 3, 17, 39, 40, 1000};
+    const IndexSearchResult r = index->search(context(), Q.view(), 8, allowing(allowed));
+    for (int64_t q = 0; q < Q.rows(); ++q)
+      EXPECT_EQ(std::set<int64_t>(&r.ids(q, 0), &r.ids(q, 0) + 3), (std::set<int64_t>{3, 17, 39}));
+    // The other 5 slots padded, and the 3 ranked as knn ranks them.
+    expect_allowed_result(context(), r, Q, allowed_subset(X, first_ids(40), allowed), metric, to_string(metric));
+  }
+}
+
+TEST_P(IndexContract, AllowListMustAscendWithoutRepeats) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = random_matrix(40, 6, 111);
+  auto index = build(X, Metric::l2);
+  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{9, 3}, std::vector<int64_t>{1, 3, 3, 8}})
+    expect_error([&] { index->search(context(), X.view(), 3, allowing(bad)); }, ErrorCode::invalid_argument,
+                 "sorted ascending without repeats");
+  SearchParams on_device;
+  on_device.allowed = ArrayView<const int64_t>(reinterpret_cast<const int64_t*>(64), 2, Memory::device);
+  expect_error([&] { index->search(context(), X.view(), 3, on_device); }, ErrorCode::invalid_argument, "host memory");
+}
+
+// remove() compacts the rows (and the lists): the allow-list must still meet the right rows, and
+// removed ids stay out even when allowed.
+TEST_P(IndexContract, AllowListAfterRemove) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const uint64_t seed = test_seed();
+  const Matrix<float> X = random_matrix(1037, 37, seed + 21), Q = random_matrix(13, 37, seed + 22);
+  const std::vector<int64_t> ids = scattered_ids(X.rows(), seed + 23);
+  for (Metric metric : {Metric::sqeuclidean, Metric::cosine, Metric::l1}) {
+    auto index = build(X, metric, ids);
+    std::vector<int64_t> gone;
+    for (size_t i = 0; i < ids.size(); i += 3) gone.push_back(ids[i]);
+    ASSERT_EQ(index->remove(gone), int64_t(gone.size()));
+    // The kept rows, as the subset helper sees them: removed rows take an id no list allows.
+    std::vector<int64_t> kept_ids = ids;
+    for (size_t i = 0; i < ids.size(); i += 3) kept_ids[i] = -100;
+    for (double fraction : {0.05, 0.5, 1.0}) {
+      const std::vector<int64_t> allowed = pick_allowed(ids, fraction, 0, 5, seed + 24);
+      const std::string label = std::string(kind().name) + " " + to_string(metric) + " after remove, " +
+                                std::to_string(fraction) + " seed " + std::to_string(seed);
+      const IndexSearchResult r = index->search(context(), Q.view(), 10, allowing(allowed));
+      expect_allowed_result(context(), r, Q, allowed_subset(X, kept_ids, allowed), metric, label);
+    }
   }
 }
 
@@ -481,6 +574,34 @@ TEST(IndexGpuOnly, DeviceQueriesAndOutputs) {
     dv.copy_to_host(back.values.view());
     di.copy_to_host(back.ids.view());
     expect_same(back, host, description);
+  }
+}
+
+// Device queries and outputs with an allow-list: the gathered rows stay on the host, the
+// results reach the device (straight from the k-NN when every row of 0 .. n-1 is allowed).
+TEST(IndexGpuOnly, AllowListWithDeviceQueriesAndOutputs) {
+  SIMKIT_REQUIRE_GPU();
+  const Context ctx = gpu_context();
+  const Matrix<float> X = clustered(3000, 20, 25, 0.2, 84), Q = random_matrix(33, 20, 85);
+  const std::vector<int64_t> ids = first_ids(X.rows());
+  for (const char* description : {"flat", "ivf_flat,nlist=25"}) {
+    auto index = make_index(description, 20, Metric::cosine);
+    index->train(ctx, X.view());
+    index->add(ctx, X.view());
+    for (double fraction : {0.0, 0.002, 0.3, 1.0}) {
+      const std::vector<int64_t> allowed = pick_allowed(ids, fraction, 0, 2, 86);
+      const std::string label = std::string(description) + " " + std::to_string(fraction);
+      const IndexSearchResult host = index->search(ctx, Q.view(), 8, allowing(allowed));
+      expect_allowed_result(ctx, host, Q, allowed_subset(X, ids, allowed), Metric::cosine, label);
+      const DeviceMatrix<float> dq(ctx, Q.view());
+      DeviceMatrix<float> dv(ctx, 33, 8);
+      DeviceMatrix<int64_t> di(ctx, 33, 8);
+      index->search(ctx, dq.view(), 8, allowing(allowed), dv.view(), di.view());
+      IndexSearchResult back{Matrix<float>(33, 8), Matrix<int64_t>(33, 8)};
+      dv.copy_to_host(back.values.view());
+      di.copy_to_host(back.ids.view());
+      expect_same(back, host, label);
+    }
   }
 }
 

@@ -10,9 +10,15 @@
 // Both store the vectors as given (float32) and run on the CPU or the GPU (Context::device).
 // Results follow knn's rule: candidates are re-scored in float64 and ranked by (value, id), best
 // first, with the metric's own value (a distance, or a similarity for dot / cosine / pearson).
-// Where fewer than k vectors can be returned (k > size(), or the probed lists hold fewer), the
-// row is padded with id -1 and the metric's worst value (+inf for distances, -inf for
-// similarities).
+// Where fewer than k vectors can be returned (k > size(), or the probed lists or the allow-list
+// hold fewer), the row is padded with id -1 and the metric's worst value (+inf for distances,
+// -inf for similarities).
+//
+// A search may be restricted to an allow-list of ids (SearchParams::allowed): the top-k is then
+// taken among the allowed stored vectors alone, not filtered out of an unrestricted top-k, so a
+// selective filter still fills k slots where it can. The restricted search is exact for every
+// kind -- ivf_flat scans the allowed rows themselves instead of probing lists, as vector
+// databases do for selective filters -- and equals simkit::knn over the allowed rows.
 //
 //   auto index = simkit::make_index("ivf_flat,nlist=1024", 384, simkit::Metric::cosine);
 //   index->train(ctx, X.view());            // k-means on (a sample of) X
@@ -20,6 +26,9 @@
 //   simkit::SearchParams sp;
 //   sp.nprobe = 32;
 //   simkit::IndexSearchResult r = index->search(ctx, Q.view(), 10, sp);
+//   std::vector<int64_t> english = {3, 17, 42, 108};  // ascending
+//   sp.allowed = english;                   // the 10 best of these four: 4 found, 6 padded
+//   r = index->search(ctx, Q.view(), 10, sp);
 //   index->save("wordnet.simkit");          // atomic; simkit::load_index reads it back
 //
 // Thread safety: concurrent search() calls on one index are safe; add, remove and train take
@@ -27,6 +36,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,8 +54,14 @@ inline constexpr int64_t kSeedProbes = -1;
 struct SearchParams {
   /// ivf_flat: lists scanned per query, 1..nlist (larger values are clamped to nlist), or
   /// kSeedProbes. 0: the default set at build time ("nprobe=" in the description), which is
-  /// itself max(1, nlist / 32) unless given. Ignored by flat.
+  /// itself max(1, nlist / 32) unless given. Ignored by flat, and with `allowed`.
   int64_t nprobe = 0;
+  /// When set, only stored vectors whose ids are in this list may be returned; the list is
+  /// sorted ascending without repeats (Error(invalid_argument) otherwise: sorted, it meets the
+  /// index's ids in one walk) and in host memory. Ids not stored are ignored; an empty list
+  /// returns only padding. The k best allowed vectors are found exactly, by every kind (see
+  /// above), at the cost of copying the allowed vectors on each search.
+  std::optional<ArrayView<const int64_t>> allowed;
 };
 
 /// Build parameters of ivf_flat, as the factory parses them from "ivf_flat,key=value,...".

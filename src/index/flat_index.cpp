@@ -1,6 +1,7 @@
 // The flat index keeps its rows sorted by id. knn ranks equal values by row, so with rows in id
 // order its tie rule is the contract's "lower id first", and the flat result is knn's result
-// with row numbers turned into ids (nothing to turn when the ids are 0 .. n-1).
+// with row numbers turned into ids (nothing to turn when the ids are 0 .. n-1): search_rows
+// (index/filtered_search.hpp), over all rows, or over those an allow-list selects.
 
 #include "index/flat_index.hpp"
 
@@ -14,6 +15,7 @@
 #include <simkit/error.hpp>
 
 #include "core/backend.hpp"
+#include "index/filtered_search.hpp"
 #include "index/id_set.hpp"
 #include "index/index_support.hpp"
 
@@ -86,50 +88,19 @@ class FlatIndex final : public Index {
     return ids_.erase(gone);
   }
 
-  void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams&, MatrixView<float> values,
-              MatrixView<int64_t> ids) const override {
+  void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams& sp,
+              MatrixView<float> values, MatrixView<int64_t> ids) const override {
     check_search(ctx, Q, dim_, k, values, ids);
+    if (sp.allowed) check_allowed(*sp.allowed);
     std::shared_lock lock(mutex_);
-    SearchOutput out(values, ids);
-    const int64_t n = ids_.size();
-    if (n == 0) {
-      out.pad_all(metric_);
-      out.deliver(ctx);
-      return;
-    }
-    // The stored rows were checked when added or loaded, and Q by check_search: the backend's
-    // k-NN runs directly, without knn()'s NaN scan of the whole base on every search.
-    const detail::Backend& backend = backend_for(ctx, {Q.where, values.where}, "search");
+    const MatrixView<const float> stored{vectors_.data(), ids_.size(), dim_};
+    if (sp.allowed)
+      return search_allowed(ctx, Q, k, metric_, stored, allowed_rows_sorted(ids_.sorted(), *sp.allowed), values, ids);
     // On the GPU the rows stay resident between searches (uploaded on the first one).
     std::shared_ptr<const DeviceMatrix<float>> resident;
-    MatrixView<const float> X{vectors_.data(), n, dim_};
-    if (backend.device() == Device::gpu) {
+    if (ids_.size() > 0 && backend_for(ctx, {Q.where, values.where}, "search").device() == Device::gpu)
       resident = rows_on_device(ctx);
-      X = resident->view();
-    }
-    const MetricPlan plan = plan_metric(metric_);
-    const std::vector<int64_t>& row_ids = ids_.sorted();
-    const bool identity = row_ids.front() == 0 && row_ids.back() == n - 1;
-    if (k <= n) {
-      if (identity && values.where == Memory::device) {
-        backend.knn(ctx, KnnArgs{Q, X, k, plan, values, ids});  // straight into the caller's device outputs
-        return;
-      }
-      backend.knn(ctx, KnnArgs{Q, X, k, plan, out.values(), out.ids()});
-    } else {
-      Matrix<float> v(Q.rows, n);
-      Matrix<int64_t> r(Q.rows, n);
-      backend.knn(ctx, KnnArgs{Q, X, n, plan, v.view(), r.view()});
-      out.pad_all(metric_);
-      for (int64_t q = 0; q < Q.rows; ++q) {
-        std::copy_n(v.data() + q * n, n, out.values().row(q));
-        std::copy_n(r.data() + q * n, n, out.ids().row(q));
-      }
-    }
-    if (!identity)
-      for (int64_t e = 0; e < out.ids().size(); ++e)
-        if (out.ids().data[e] >= 0) out.ids().data[e] = row_ids[static_cast<size_t>(out.ids().data[e])];
-    out.deliver(ctx);
+    search_rows(ctx, Q, k, metric_, resident ? resident->view() : stored, ids_.sorted(), values, ids);
   }
 
   void save(const std::string& path) const override {

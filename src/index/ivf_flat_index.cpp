@@ -10,6 +10,10 @@
 //                         centroids have mean 0, so pearson against them is their cosine)
 //   dot                   k-means on squared distances, cells nearest by inner product, as
 //                         FAISS's IndexIVFFlat does for METRIC_INNER_PRODUCT
+//
+// A search with an allow-list probes no lists: the allowed rows are gathered and searched
+// exactly (index/filtered_search.hpp), the plan vector databases switch to for selective
+// filters, where probing nprobe lists would leave few allowed rows to rank.
 
 #include "index/ivf_flat_index.hpp"
 
@@ -28,6 +32,7 @@
 #include "core/expects.hpp"
 #include "core/sample_rows.hpp"
 #include "cpu/parallel.hpp"
+#include "index/filtered_search.hpp"
 #include "index/id_set.hpp"
 #include "index/index_support.hpp"
 
@@ -217,7 +222,11 @@ class IvfFlatIndex final : public Index {
               MatrixView<float> values, MatrixView<int64_t> ids) const override {
     check_search(ctx, Q, lists_.dim, k, values, ids);
     const int64_t nprobe = resolve_nprobe(sp.nprobe);
+    if (sp.allowed) check_allowed(*sp.allowed);
     std::shared_lock lock(mutex_);
+    // An allow-list is met exactly: its rows are scanned, whatever list holds them (index.hpp).
+    if (sp.allowed)
+      return search_allowed(ctx, Q, k, metric_, lists_.rows(), allowed_rows_any(lists_.ids, *sp.allowed), values, ids);
     SearchOutput out(values, ids);
     if (lists_.size() == 0) {
       out.pad_all(metric_);
