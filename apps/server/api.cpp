@@ -1,0 +1,224 @@
+#include "api.hpp"
+
+#include <boost/asio/post.hpp>
+#include <cstdio>
+
+#include <simkit/error.hpp>
+
+#include "api_error.hpp"
+
+namespace simkit::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t pos = 1;
+  while (pos <= path.size()) {
+    size_t end = path.find('/', pos);
+    if (end == std::string::npos) end = path.size();
+    parts.push_back(path.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (!parts.empty() && parts.back().empty()) parts.pop_back();  // a trailing slash
+  return parts;
+}
+
+// Constant time in the key's content: the comparison does not stop at the first differing byte.
+bool same_secret(const std::string& given, const std::string& key) {
+  unsigned char diff = given.size() == key.size() ? 0 : 1;
+  for (size_t i = 0; i < key.size(); ++i)
+    diff |= static_cast<unsigned char>(key[i] ^ (i < given.size() ? given[i] : ~key[i]));
+  return diff == 0;
+}
+
+struct Route {
+  const char* method;
+  const char* pattern;  // segments; "{...}" matches one parameter
+  void (Api::*run)(Call&);
+};
+
+}  // namespace
+
+void check_collection_name(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 64 && std::isalnum(static_cast<unsigned char>(name[0]));
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  if (!ok)
+    bad_request("invalid collection name '" + name.substr(0, 80) +
+                "': use 1-64 letters, digits, '_' or '-', starting with a letter or digit");
+}
+
+Api::Api(ApiSettings settings, Metrics& metrics)
+    : settings_(std::move(settings)), metrics_(metrics), pool_(static_cast<size_t>(settings_.blocking_threads)) {
+  fs::create_directories(settings_.data_dir / "collections");
+  fs::create_directories(settings_.data_dir / "snapshots");
+  for (const auto& entry : fs::directory_iterator(settings_.data_dir / "collections")) {
+    const std::string name = entry.path().filename().string();
+    // Leftovers of a create or delete that a crash interrupted.
+    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".deleted-", 0) == 0) {
+      fs::remove_all(entry.path());
+      continue;
+    }
+    if (!entry.is_directory()) continue;
+    collections_[name] = Collection::open(name, entry.path(), settings_.collection, metrics_);
+  }
+}
+
+Api::~Api() { close(); }
+
+void Api::close() {
+  pool_.join();
+  std::map<std::string, std::shared_ptr<Collection>> all;
+  {
+    std::lock_guard g(collections_mutex_);
+    all = collections_;
+  }
+  for (auto& [name, c] : all) c->close();
+}
+
+fs::path Api::collection_dir(const std::string& name) const { return settings_.data_dir / "collections" / name; }
+fs::path Api::snapshot_dir(const std::string& name) const { return settings_.data_dir / "snapshots" / name; }
+
+bool Api::authorized(const HttpRequest& r) const {
+  if (settings_.api_key.empty()) return true;
+  if (!r.api_key.empty()) return same_secret(r.api_key, settings_.api_key);
+  const std::string bearer = "Bearer ";
+  if (r.authorization.rfind(bearer, 0) == 0) return same_secret(r.authorization.substr(bearer.size()), settings_.api_key);
+  return false;
+}
+
+void Api::handle(HttpRequest&& request, Responder respond) {
+  Call call{std::move(request), std::move(respond), "", {}};
+  try {
+    route(call);
+  } catch (const ApiError& e) {
+    reply_error(call, e.status(), e.what());
+  } catch (const Error& e) {
+    reply_error(call, e.code() == ErrorCode::invalid_argument ? 400 : 500, e.what());
+  } catch (const std::exception& e) {
+    reply_error(call, 500, std::string("internal error: ") + e.what());
+  }
+}
+
+void Api::route(Call& call) {
+  static const Route routes[] = {
+      {"GET", "collections", &Api::list_collections},
+      {"PUT", "collections/{name}", &Api::create_collection},
+      {"GET", "collections/{name}", &Api::get_collection},
+      {"DELETE", "collections/{name}", &Api::delete_collection},
+      {"PUT", "collections/{name}/points", &Api::upsert_points},
+      {"POST", "collections/{name}/points", &Api::retrieve_points},
+      {"POST", "collections/{name}/points/delete", &Api::delete_points},
+      {"POST", "collections/{name}/points/scroll", &Api::scroll_points},
+      {"GET", "collections/{name}/points/{id}", &Api::get_point},
+      {"POST", "collections/{name}/points/search", &Api::search_one},
+      {"POST", "collections/{name}/points/search/batch", &Api::search_batch},
+      {"PUT", "collections/{name}/index", &Api::build_index},
+      {"POST", "collections/{name}/snapshots", &Api::create_snapshot},
+      {"GET", "collections/{name}/snapshots", &Api::list_snapshots},
+      {"PUT", "collections/{name}/snapshots/recover", &Api::recover_snapshot},
+  };
+  const HttpRequest& r = call.request;
+  if (r.path == "/healthz") {
+    call.route = "/healthz";
+    if (r.method != "GET") return reply_error(call, 405, "use GET /healthz");
+    return reply(call, draining_ ? 503 : 200, {{"result", draining_ ? "draining" : "ok"}});
+  }
+  if (!authorized(r)) {
+    call.route = "unauthorized";
+    return reply_error(call, 401, "missing or wrong API key (send the header 'api-key: KEY' or 'Authorization: Bearer KEY')");
+  }
+  if (r.path == "/metrics") {
+    call.route = "/metrics";
+    if (r.method != "GET") return reply_error(call, 405, "use GET /metrics");
+    return answer(call, 200, metrics_.scrape(), {{"Content-Type", "text/plain; version=0.0.4"}});
+  }
+  const std::vector<std::string> parts = split_path(r.path);
+  bool path_known = false;
+  for (const Route& route : routes) {
+    const std::vector<std::string> pattern = split_path(std::string("/") + route.pattern);
+    if (pattern.size() != parts.size()) continue;
+    std::vector<std::string> params;
+    bool match = true;
+    for (size_t i = 0; i < parts.size() && match; ++i) {
+      if (pattern[i].front() == '{')
+        params.push_back(parts[i]);
+      else
+        match = pattern[i] == parts[i];
+    }
+    if (!match) continue;
+    path_known = true;
+    if (r.method != route.method) continue;
+    call.route = std::string(route.method) + " /" + route.pattern;
+    call.params = std::move(params);
+    check_collection_name(call.params.empty() ? "x" : call.params[0]);
+    return (this->*route.run)(call);
+  }
+  call.route = path_known ? "method not allowed" : "not found";
+  if (path_known) return reply_error(call, 405, r.method + " is not allowed on " + r.path);
+  reply_error(call, 404, "no route for " + r.method + " " + r.path.substr(0, 200) + " (see docs/API.md)");
+}
+
+void Api::answer(Call& call, unsigned status, std::string body, std::vector<std::pair<std::string, std::string>> headers) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+  metrics_.request(call.route.empty() ? "unknown" : call.route, status, seconds);
+  HttpResponse response{status, std::move(body), "application/json", std::move(headers)};
+  for (auto it = response.headers.begin(); it != response.headers.end();)
+    if (it->first == "Content-Type") {
+      response.content_type = it->second;
+      it = response.headers.erase(it);
+    } else {
+      ++it;
+    }
+  if (call.respond) {
+    Responder respond = std::move(call.respond);
+    call.respond = nullptr;
+    respond(std::move(response));
+  }
+}
+
+void Api::reply(Call& call, unsigned status, nlohmann::json body) {
+  body["status"] = body.contains("status") ? body["status"] : nlohmann::json("ok");
+  body["time"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+  answer(call, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
+}
+
+void Api::reply_error(Call& call, unsigned status, const std::string& message,
+                      std::vector<std::pair<std::string, std::string>> headers) {
+  nlohmann::json body = {{"status", {{"error", message}}}};
+  body["time"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+  answer(call, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), std::move(headers));
+}
+
+std::shared_ptr<Collection> Api::find(const std::string& name) {
+  std::lock_guard g(collections_mutex_);
+  auto it = collections_.find(name);
+  if (it == collections_.end()) throw ApiError(404, "collection '" + name + "' does not exist");
+  return it->second;
+}
+
+void Api::blocking(Call&& call, std::function<void(Call&)> work) {
+  if (pending_writes_.fetch_add(1) >= settings_.max_pending_writes) {
+    pending_writes_.fetch_sub(1);
+    metrics_.rejected("queue_full");
+    return reply_error(call, 503, "too many writes are waiting; retry later", {{"Retry-After", "1"}});
+  }
+  auto shared = std::make_shared<Call>(std::move(call));
+  boost::asio::post(pool_, [this, shared, work = std::move(work)] {
+    pending_writes_.fetch_sub(1);
+    Call& c = *shared;
+    try {
+      work(c);
+    } catch (const ApiError& e) {
+      reply_error(c, e.status(), e.what());
+    } catch (const Error& e) {
+      reply_error(c, e.code() == ErrorCode::invalid_argument ? 400 : 500, e.what());
+    } catch (const std::exception& e) {
+      reply_error(c, 500, std::string("internal error: ") + e.what());
+    }
+  });
+}
+
+}  // namespace simkit::server

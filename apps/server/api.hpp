@@ -1,0 +1,103 @@
+#pragma once
+// The REST API (docs/API.md), shaped like Qdrant's: routes, authentication, error bodies,
+// per-route metrics, and which work runs where. Searches are parsed on the I/O thread and go
+// to their collection's batcher; everything that touches the disk (writes, snapshots,
+// collection changes) runs on a small pool so that an fsync never stalls a connection.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
+
+#include "collection.hpp"
+#include "http_server.hpp"
+#include "metrics.hpp"
+
+namespace simkit::server {
+
+struct ApiSettings {
+  std::filesystem::path data_dir;
+  std::string api_key;  // empty: no authentication
+  CollectionSettings collection;
+  std::chrono::milliseconds timeout{10000};  // a search's longest wait; ?timeout= may lower it
+  int64_t max_pending_writes = 4096;         // writes queued for the pool beyond this get a 503
+  int blocking_threads = 4;
+};
+
+/// A matched request: the route's template, its path parameters, and how to answer.
+struct Call {
+  HttpRequest request;
+  Responder respond;
+  std::string route;
+  std::vector<std::string> params;
+};
+
+class Api {
+ public:
+  /// Opens every collection under data_dir/collections (creating the folders if needed).
+  Api(ApiSettings settings, Metrics& metrics);
+  ~Api();
+  void handle(HttpRequest&& request, Responder respond);
+  /// Closes every collection (runs queued searches, saves indexes). Called once, at shutdown.
+  void close();
+  bool draining() const noexcept { return draining_; }
+  void set_draining() noexcept { draining_ = true; }
+
+  // --- used by the route files (api_collections.cpp, api_points.cpp) ---
+  void reply(Call& call, unsigned status, nlohmann::json body);
+  void reply_error(Call& call, unsigned status, const std::string& message,
+                   std::vector<std::pair<std::string, std::string>> headers = {});
+  std::shared_ptr<Collection> find(const std::string& name);
+  /// Runs `work` on the blocking pool; it replies itself (errors thrown are answered).
+  void blocking(Call&& call, std::function<void(Call&)> work);
+  const ApiSettings& settings() const noexcept { return settings_; }
+  Metrics& metrics() noexcept { return metrics_; }
+
+  // Routes: collections and snapshots (api_collections.cpp).
+  void list_collections(Call& call);
+  void create_collection(Call& call);
+  void get_collection(Call& call);
+  void delete_collection(Call& call);
+  void build_index(Call& call);
+  void create_snapshot(Call& call);
+  void list_snapshots(Call& call);
+  void recover_snapshot(Call& call);
+  // Routes: points and searches (api_points.cpp).
+  void upsert_points(Call& call);
+  void delete_points(Call& call);
+  void get_point(Call& call);
+  void retrieve_points(Call& call);
+  void scroll_points(Call& call);
+  void search_one(Call& call);
+  void search_batch(Call& call);
+
+ private:
+  void route(Call& call);
+  bool authorized(const HttpRequest& request) const;
+  void answer(Call& call, unsigned status, std::string body, std::vector<std::pair<std::string, std::string>> headers);
+  std::filesystem::path collection_dir(const std::string& name) const;
+  std::filesystem::path snapshot_dir(const std::string& name) const;
+
+  ApiSettings settings_;
+  Metrics& metrics_;
+  std::mutex collections_mutex_;
+  std::map<std::string, std::shared_ptr<Collection>> collections_;
+  std::mutex admin_mutex_;  // create, delete and recover, one at a time
+  boost::asio::thread_pool pool_;
+  std::atomic<int64_t> pending_writes_{0};
+  std::atomic<bool> draining_{false};
+};
+
+/// Collection names: 1-64 of [A-Za-z0-9_-], starting with a letter or digit, so that a name is
+/// always one plain folder inside the data directory. 400 otherwise.
+void check_collection_name(const std::string& name);
+
+}  // namespace simkit::server

@@ -1,0 +1,260 @@
+// Routes that create, describe, delete, index, snapshot and recover collections.
+//
+// Folder changes are made so that a crash at any moment leaves either the old state or the new:
+// a new collection is built in collections/.tmp-<name>-<n> and renamed into place; a deleted
+// one is renamed to .deleted-<name>-<n> before it is removed (startup removes both kinds of
+// leftovers); a recovered database is copied beside the live one, fsynced, and renamed over it.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+
+#include <simkit/index.hpp>
+
+#include "api.hpp"
+#include "api_error.hpp"
+#include "request_json.hpp"
+
+namespace simkit::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<uint64_t> unique_counter{0};
+
+std::string unique_suffix() {
+  return std::to_string(::getpid()) + "-" + std::to_string(unique_counter.fetch_add(1)) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void copy_durably(const fs::path& from, const fs::path& to) {
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  const int fd = ::open(to.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+std::string utc_stamp() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d-%H-%M-%S", &tm);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  char out[48];
+  std::snprintf(out, sizeof out, "%s-%03lld", buf, static_cast<long long>(ms));
+  return out;
+}
+
+nlohmann::json snapshot_entry(const fs::path& file) {
+  const auto mtime = fs::last_write_time(file);
+  const auto sys = std::chrono::file_clock::to_sys(mtime);
+  const std::time_t t = std::chrono::system_clock::to_time_t(sys);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return {{"name", file.filename().string()}, {"size", fs::file_size(file)}, {"creation_time", buf}};
+}
+
+// A snapshot name from a request: a plain file name, never a path.
+void check_snapshot_name(const std::string& name) {
+  bool ok = name.size() > 9 && name.size() <= 200 && name.ends_with(".snapshot") && name[0] != '.';
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
+  if (!ok)
+    bad_request("location must be the name of one of the collection's snapshots (as GET .../snapshots lists "
+                "them), not a path or URL: '" + name.substr(0, 100) + "'");
+}
+
+}  // namespace
+
+void Api::list_collections(Call& call) {
+  nlohmann::json list = nlohmann::json::array();
+  {
+    std::lock_guard g(collections_mutex_);
+    for (const auto& [name, c] : collections_) list.push_back({{"name", name}});
+  }
+  reply(call, 200, {{"result", {{"collections", list}}}});
+}
+
+void Api::get_collection(Call& call) { reply(call, 200, {{"result", find(call.params[0])->info()}}); }
+
+void Api::create_collection(Call& call) {
+  const nlohmann::json body = parse_object(call.request.body);
+  check_fields(body, {"vectors", "index"}, "body");
+  if (!body.contains("vectors") || !body["vectors"].is_object())
+    bad_request("body.vectors must be an object such as {\"size\": 384, \"distance\": \"Cosine\"}");
+  const nlohmann::json& v = body["vectors"];
+  check_fields(v, {"size", "distance"}, "body.vectors");
+  CollectionConfig config;
+  config.dim = int_field(v, "size", 0, 1, 65536, "body.vectors");
+  if (config.dim == 0) bad_request("body.vectors.size is required (the vectors' dimension, 1 to 65536)");
+  if (!v.contains("distance") || !v["distance"].is_string())
+    bad_request("body.vectors.distance is required: one of Cosine, Dot, Euclid, Manhattan");
+  config.distance = v["distance"].get<std::string>();
+  const Metric metric = metric_for_distance(config.distance);
+  if (body.contains("index")) {
+    if (!body["index"].is_string()) bad_request("body.index must be an index description such as \"ivf_flat,nlist=256\"");
+    config.index = body["index"].get<std::string>();
+  }
+  make_index(config.index, config.dim, metric);  // refuses a bad description with its reason
+  blocking(std::move(call), [this, config](Call& c) {
+    const std::string& name = c.params[0];
+    std::lock_guard admin(admin_mutex_);
+    {
+      std::lock_guard g(collections_mutex_);
+      if (collections_.count(name)) throw ApiError(409, "collection '" + name + "' already exists");
+    }
+    const fs::path tmp = settings_.data_dir / "collections" / (".tmp-" + name + "-" + unique_suffix());
+    fs::create_directories(tmp);
+    PointStore::create(tmp / "points.sqlite", config).reset();
+    fsync_dir(tmp);
+    fs::rename(tmp, collection_dir(name));
+    fsync_dir(settings_.data_dir / "collections");
+    auto collection = Collection::open(name, collection_dir(name), settings_.collection, metrics_);
+    {
+      std::lock_guard g(collections_mutex_);
+      collections_[name] = collection;
+    }
+    reply(c, 200, {{"result", true}});
+  });
+}
+
+void Api::delete_collection(Call& call) {
+  find(call.params[0]);  // 404 before queueing
+  blocking(std::move(call), [this](Call& c) {
+    const std::string& name = c.params[0];
+    std::lock_guard admin(admin_mutex_);
+    std::shared_ptr<Collection> collection;
+    {
+      std::lock_guard g(collections_mutex_);
+      auto it = collections_.find(name);
+      if (it == collections_.end()) throw ApiError(404, "collection '" + name + "' does not exist");
+      collection = it->second;
+      collections_.erase(it);
+    }
+    collection->close(/*save=*/false);
+    collection.reset();
+    const fs::path gone = settings_.data_dir / "collections" / (".deleted-" + name + "-" + unique_suffix());
+    fs::rename(collection_dir(name), gone);
+    fsync_dir(settings_.data_dir / "collections");
+    fs::remove_all(gone);
+    metrics_.forget(name);
+    reply(c, 200, {{"result", true}});
+  });
+}
+
+void Api::build_index(Call& call) {
+  const nlohmann::json body = parse_object(call.request.body, /*empty_is_object=*/true);
+  check_fields(body, {"index"}, "body");
+  auto collection = find(call.params[0]);
+  std::string description = collection->config().index;
+  if (body.contains("index")) {
+    if (!body["index"].is_string()) bad_request("body.index must be an index description such as \"ivf_flat,nlist=256\"");
+    description = body["index"].get<std::string>();
+  }
+  blocking(std::move(call), [this, collection, description](Call& c) {
+    collection->build_index(description);
+    reply(c, 202, {{"result", {{"status", "building"}, {"index", description}}}});
+  });
+}
+
+void Api::create_snapshot(Call& call) {
+  auto collection = find(call.params[0]);
+  blocking(std::move(call), [this, collection](Call& c) {
+    const fs::path dir = snapshot_dir(collection->name());
+    fs::create_directories(dir);
+    fs::path file = dir / (collection->name() + "-" + utc_stamp() + ".snapshot");
+    for (int i = 1; fs::exists(file); ++i)
+      file = dir / (collection->name() + "-" + utc_stamp() + "-" + std::to_string(i) + ".snapshot");
+    collection->snapshot(file);
+    reply(c, 200, {{"result", snapshot_entry(file)}});
+  });
+}
+
+void Api::list_snapshots(Call& call) {
+  const fs::path dir = snapshot_dir(call.params[0]);
+  if (!fs::exists(dir)) find(call.params[0]);  // 404 for a collection that never had one
+  nlohmann::json list = nlohmann::json::array();
+  std::vector<fs::path> files;
+  if (fs::exists(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".snapshot") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) list.push_back(snapshot_entry(f));
+  reply(call, 200, {{"result", list}});
+}
+
+void Api::recover_snapshot(Call& call) {
+  const nlohmann::json body = parse_object(call.request.body);
+  check_fields(body, {"location", "priority"}, "body");
+  if (!body.contains("location") || !body["location"].is_string())
+    bad_request("body.location is required: the name of a snapshot of this collection");
+  const std::string location = body["location"].get<std::string>();
+  check_snapshot_name(location);
+  const fs::path source = snapshot_dir(call.params[0]) / location;
+  if (!fs::exists(source))
+    throw ApiError(404, "no snapshot '" + location + "' for collection '" + call.params[0] + "'");
+  blocking(std::move(call), [this, source](Call& c) {
+    const std::string& name = c.params[0];
+    std::lock_guard admin(admin_mutex_);
+    const fs::path dir = collection_dir(name);
+    const bool exists = fs::exists(dir);
+    const fs::path staging = exists ? dir / "points.sqlite.recover"
+                                    : settings_.data_dir / "collections" / (".tmp-" + name + "-" + unique_suffix());
+    const fs::path staged = exists ? staging : staging / "points.sqlite";
+    if (!exists) fs::create_directories(staging);
+    copy_durably(source, staged);
+    try {
+      PointStore::check_file(staged);  // the copy we will use, not the file that may change
+    } catch (const std::exception& e) {
+      fs::remove_all(staging);
+      throw ApiError(400, std::string("snapshot refused: ") + e.what());
+    }
+    std::shared_ptr<Collection> old;
+    {
+      std::lock_guard g(collections_mutex_);
+      if (auto it = collections_.find(name); it != collections_.end()) {
+        old = it->second;
+        collections_.erase(it);
+      }
+    }
+    if (old) old->close(/*save=*/false);  // the last connection checkpoints and removes the WAL
+    old.reset();
+    if (exists) {
+      // Index files belong to the replaced history; the recovered database rebuilds its own.
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().filename().string().rfind("index-", 0) == 0) fs::remove(e.path());
+      for (const char* side : {"points.sqlite-wal", "points.sqlite-shm"}) fs::remove(dir / side);
+      fs::rename(staged, dir / "points.sqlite");
+      fsync_dir(dir);
+    } else {
+      fsync_dir(staging);
+      fs::rename(staging, dir);
+      fsync_dir(settings_.data_dir / "collections");
+    }
+    auto collection = Collection::open(name, dir, settings_.collection, metrics_);
+    {
+      std::lock_guard g(collections_mutex_);
+      collections_[name] = collection;
+    }
+    reply(c, 200, {{"result", true}});
+  });
+}
+
+}  // namespace simkit::server

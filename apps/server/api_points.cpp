@@ -1,0 +1,231 @@
+// Routes on a collection's points: upsert, delete, read, scroll, and the searches, which go
+// through the collection's batcher (collection.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include "api.hpp"
+#include "api_error.hpp"
+#include "request_json.hpp"
+
+namespace simkit::server {
+
+namespace {
+
+constexpr int64_t kMaxLimit = 10000;
+
+nlohmann::json point_json(const StoredPoint& p, bool with_payload, bool with_vector) {
+  nlohmann::json j = {{"id", p.id}};
+  if (with_payload)
+    j["payload"] = p.payload.empty() ? nlohmann::json::object() : nlohmann::json::parse(p.payload, nullptr, false);
+  if (with_vector) j["vector"] = p.vector;
+  return j;
+}
+
+SearchQuery parse_search(const nlohmann::json& body, int64_t dim, const std::string& where) {
+  if (!body.is_object()) bad_request(where + " must be an object");
+  check_fields(body, {"vector", "limit", "offset", "with_payload", "with_vector", "filter"}, where);
+  if (!body.contains("vector")) bad_request(where + ".vector is required");
+  SearchQuery q;
+  q.vector = parse_vector(body["vector"], dim, where + ".vector");
+  q.limit = int_field(body, "limit", 10, 1, kMaxLimit, where);
+  q.offset = int_field(body, "offset", 0, 0, kMaxLimit, where);
+  q.with_payload = bool_field(body, "with_payload", false, where);
+  if (bool_field(body, "with_vector", false, where))
+    bad_request(where + ".with_vector: searches return ids, scores and payloads; read vectors with GET .../points/{id}");
+  if (body.contains("filter") && !body["filter"].is_null()) {
+    q.filter = parse_filter(body["filter"]);
+    if (q.filter->must.empty()) q.filter.reset();  // no condition: every point
+  }
+  return q;
+}
+
+// The deadline of a queued search: the server's --timeout-ms, or sooner with ?timeout=SECONDS.
+Clock::time_point deadline_of(const Call& call, std::chrono::milliseconds server_timeout) {
+  Clock::duration limit = server_timeout;
+  const std::string t = query_param(call.request.query, "timeout");
+  if (!t.empty()) {
+    char* end = nullptr;
+    const double seconds = std::strtod(t.c_str(), &end);
+    if (end == t.c_str() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0)
+      bad_request("timeout must be a positive number of seconds (got '" + t + "')");
+    limit = std::min(limit, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+  }
+  return call.request.received + limit;
+}
+
+bool wait_param(const Call& call) {
+  const std::string w = query_param(call.request.query, "wait");
+  if (w.empty() || w == "true") return true;
+  if (w == "false") return false;
+  bad_request("wait must be true or false (got '" + w + "')");
+}
+
+}  // namespace
+
+void Api::upsert_points(Call& call) {
+  auto collection = find(call.params[0]);
+  const bool wait = wait_param(call);
+  const nlohmann::json body = parse_object(call.request.body);
+  check_fields(body, {"points"}, "body");
+  if (!body.contains("points") || !body["points"].is_array() || body["points"].empty())
+    bad_request("body.points must be a non-empty array of {\"id\", \"vector\", \"payload\"}");
+  std::vector<PointIn> points;
+  std::unordered_set<int64_t> seen;
+  const nlohmann::json& list = body["points"];
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = "body.points[" + std::to_string(i) + "]";
+    const nlohmann::json& p = list[i];
+    if (!p.is_object()) bad_request(at + " must be an object {\"id\", \"vector\", \"payload\"}");
+    check_fields(p, {"id", "vector", "payload"}, at);
+    if (!p.contains("id")) bad_request(at + ".id is required");
+    if (!p.contains("vector")) bad_request(at + ".vector is required");
+    PointIn in;
+    in.stored.id = parse_id(p["id"], at + ".id");
+    if (!seen.insert(in.stored.id).second)
+      bad_request(at + ".id: point " + std::to_string(in.stored.id) + " appears twice in one request");
+    in.stored.vector = parse_vector(p["vector"], collection->dim(), at + ".vector");
+    if (p.contains("payload") && !p["payload"].is_null()) {
+      if (!p["payload"].is_object()) bad_request(at + ".payload must be a JSON object");
+      in.payload = p["payload"];
+      in.stored.payload = in.payload.dump();
+    }
+    points.push_back(std::move(in));
+  }
+  // Writes run on the pool (their fsync must not hold an I/O thread) and are acknowledged only
+  // once durable and visible; wait=false answers the same way (its "acknowledged" is as strong).
+  auto shared = std::make_shared<std::vector<PointIn>>(std::move(points));
+  blocking(std::move(call), [this, collection, shared, wait](Call& c) {
+    collection->upsert(std::move(*shared));
+    reply(c, 200, {{"result", {{"status", wait ? "completed" : "acknowledged"}}}});
+  });
+}
+
+void Api::delete_points(Call& call) {
+  auto collection = find(call.params[0]);
+  const bool wait = wait_param(call);
+  const nlohmann::json body = parse_object(call.request.body);
+  check_fields(body, {"points"}, "body");
+  if (!body.contains("points")) bad_request("body.points is required: an array of point ids");
+  std::vector<int64_t> ids = parse_ids(body["points"], "body.points");
+  blocking(std::move(call), [this, collection, ids = std::move(ids), wait](Call& c) {
+    const int64_t removed = collection->remove(ids);
+    reply(c, 200, {{"result", {{"status", wait ? "completed" : "acknowledged"}, {"deleted", removed}}}});
+  });
+}
+
+void Api::get_point(Call& call) {
+  auto collection = find(call.params[0]);
+  const std::string& text = call.params[1];
+  if (text.empty() || text.size() > 19 || !std::all_of(text.begin(), text.end(), ::isdigit))
+    bad_request("point id '" + text.substr(0, 40) + "' is not an unsigned integer");
+  const int64_t id = std::stoll(text);
+  blocking(std::move(call), [this, collection, id](Call& c) {
+    auto p = collection->get(id, /*with_vector=*/true);
+    if (!p) throw ApiError(404, "point " + std::to_string(id) + " is not in collection '" + collection->name() + "'");
+    reply(c, 200, {{"result", point_json(*p, true, true)}});
+  });
+}
+
+void Api::retrieve_points(Call& call) {
+  auto collection = find(call.params[0]);
+  const nlohmann::json body = parse_object(call.request.body);
+  check_fields(body, {"ids", "with_payload", "with_vector"}, "body");
+  if (!body.contains("ids")) bad_request("body.ids is required: an array of point ids");
+  std::vector<int64_t> ids = parse_ids(body["ids"], "body.ids");
+  const bool with_payload = bool_field(body, "with_payload", true, "body");
+  const bool with_vector = bool_field(body, "with_vector", false, "body");
+  blocking(std::move(call), [this, collection, ids = std::move(ids), with_payload, with_vector](Call& c) {
+    nlohmann::json list = nlohmann::json::array();
+    for (int64_t id : ids)
+      if (auto p = collection->get(id, with_vector)) list.push_back(point_json(*p, with_payload, with_vector));
+    reply(c, 200, {{"result", list}});
+  });
+}
+
+void Api::scroll_points(Call& call) {
+  auto collection = find(call.params[0]);
+  const nlohmann::json body = parse_object(call.request.body, /*empty_is_object=*/true);
+  check_fields(body, {"offset", "limit", "with_payload", "with_vector"}, "body");
+  const int64_t from = body.contains("offset") && !body["offset"].is_null() ? parse_id(body["offset"], "body.offset") : 0;
+  const int64_t limit = int_field(body, "limit", 10, 1, kMaxLimit, "body");
+  const bool with_payload = bool_field(body, "with_payload", true, "body");
+  const bool with_vector = bool_field(body, "with_vector", false, "body");
+  blocking(std::move(call), [this, collection, from, limit, with_payload, with_vector](Call& c) {
+    std::vector<StoredPoint> page = collection->scroll(from, limit + 1, with_vector);
+    nlohmann::json next = nullptr;
+    if (static_cast<int64_t>(page.size()) > limit) {
+      next = page.back().id;
+      page.pop_back();
+    }
+    nlohmann::json list = nlohmann::json::array();
+    for (const StoredPoint& p : page) list.push_back(point_json(p, with_payload, with_vector));
+    reply(c, 200, {{"result", {{"points", list}, {"next_page_offset", next}}}});
+  });
+}
+
+void Api::search_one(Call& call) {
+  auto collection = find(call.params[0]);
+  const nlohmann::json body = parse_object(call.request.body);
+  const Clock::time_point deadline = deadline_of(call, settings_.timeout);
+  std::vector<Queued<SearchJob>> jobs(1);
+  jobs[0].job.query = parse_search(body, collection->dim(), "body");
+  jobs[0].enqueued = Clock::now();
+  jobs[0].deadline = deadline;
+  auto shared = std::make_shared<Call>(std::move(call));
+  jobs[0].job.done = [this, shared](SearchOutcome&& o) {
+    if (o.status == 200) return reply(*shared, 200, {{"result", std::move(o.result)}});
+    reply_error(*shared, o.status, o.error);
+  };
+  if (!collection->submit(jobs)) {
+    metrics_.rejected("queue_full");
+    reply_error(*shared, 503, "the search queue of collection '" + collection->name() + "' is full; retry later",
+                {{"Retry-After", "1"}});
+  }
+}
+
+void Api::search_batch(Call& call) {
+  auto collection = find(call.params[0]);
+  const nlohmann::json body = parse_object(call.request.body);
+  check_fields(body, {"searches"}, "body");
+  if (!body.contains("searches") || !body["searches"].is_array() || body["searches"].empty())
+    bad_request("body.searches must be a non-empty array of search requests");
+  const nlohmann::json& list = body["searches"];
+  const Clock::time_point deadline = deadline_of(call, settings_.timeout);
+  struct Gather {
+    std::mutex mutex;
+    std::vector<SearchOutcome> outcomes;
+    size_t left;
+    Call call;
+  };
+  auto gather = std::make_shared<Gather>();
+  gather->outcomes.resize(list.size());
+  gather->left = list.size();
+  std::vector<Queued<SearchJob>> jobs(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    jobs[i].job.query = parse_search(list[i], collection->dim(), "body.searches[" + std::to_string(i) + "]");
+    jobs[i].enqueued = Clock::now();
+    jobs[i].deadline = deadline;
+    jobs[i].job.done = [this, gather, i](SearchOutcome&& o) {
+      std::unique_lock lock(gather->mutex);
+      gather->outcomes[i] = std::move(o);
+      if (--gather->left > 0) return;
+      lock.unlock();
+      nlohmann::json results = nlohmann::json::array();
+      for (SearchOutcome& out : gather->outcomes) {
+        if (out.status != 200) return reply_error(gather->call, out.status, out.error);
+        results.push_back(std::move(out.result));
+      }
+      reply(gather->call, 200, {{"result", std::move(results)}});
+    };
+  }
+  gather->call = std::move(call);
+  if (!collection->submit(jobs)) {
+    metrics_.rejected("queue_full");
+    reply_error(gather->call, 503, "the search queue of collection '" + collection->name() + "' is full; retry later",
+                {{"Retry-After", "1"}});
+  }
+}
+
+}  // namespace simkit::server

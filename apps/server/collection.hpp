@@ -1,0 +1,145 @@
+#pragma once
+// One collection: its durable points (PointStore), the in-memory index built from them, the
+// payloads the filters and results read, and the batcher its searches go through.
+//
+// Order of a write: the writer mutex serialises writes; the points are committed to SQLite
+// (durable), then applied to the index and payloads under the state lock, then acknowledged.
+// Searches hold the state lock shared while their batch runs, so a search submitted after an
+// upsert was acknowledged sees it, and none sees half of one request.
+//
+// On disk (the folder is <data-dir>/collections/<name>):
+//   points.sqlite            the truth (see point_store.hpp)
+//   index-<seq>.simkit       the index as it was at sequence number seq (Index::save)
+// Opening loads the saved index and replays what the database recorded after its sequence
+// number (upserts are remove + add, deletes ignore absent ids, so replaying is idempotent); when
+// there is no usable index file, a flat index is built from the points, and a configured
+// ivf_flat is rebuilt in the background.
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <simkit/context.hpp>
+#include <simkit/index.hpp>
+
+#include "batcher.hpp"
+#include "filter.hpp"
+#include "metrics.hpp"
+#include "point_store.hpp"
+
+namespace simkit::server {
+
+struct SearchQuery {
+  std::vector<float> vector;
+  int64_t limit = 10;
+  int64_t offset = 0;
+  bool with_payload = false;
+  std::optional<Filter> filter;
+};
+
+/// A search's answer: status 200 with `result` (the hits array), or an error status + message.
+struct SearchOutcome {
+  unsigned status = 200;
+  std::string error;
+  nlohmann::json result;
+};
+
+struct SearchJob {
+  SearchQuery query;
+  std::function<void(SearchOutcome&&)> done;  // called once, on the batcher's thread
+};
+
+struct PointIn {
+  StoredPoint stored;       // id, vector, payload text
+  nlohmann::json payload;   // the same payload, parsed (null when none)
+};
+
+struct CollectionSettings {
+  Context ctx;  // device and threads the searches and builds use
+  BatcherLimits limits;
+};
+
+class Collection {
+ public:
+  /// Opens an existing collection folder: loads its index (see above).
+  static std::shared_ptr<Collection> open(const std::string& name, const std::filesystem::path& dir,
+                                          const CollectionSettings& settings, Metrics& metrics);
+  ~Collection();
+
+  const std::string& name() const noexcept { return name_; }
+  const CollectionConfig& config() const noexcept { return config_; }
+  int64_t dim() const noexcept { return config_.dim; }
+  /// GET /collections/{name}'s result.
+  nlohmann::json info();
+
+  /// Durable, then visible to searches, when it returns. Points are already validated.
+  void upsert(std::vector<PointIn> points);
+  /// Returns how many of the ids were stored.
+  int64_t remove(const std::vector<int64_t>& ids);
+
+  /// Queues searches (all or none); false when the queue is full or the collection closing.
+  bool submit(std::vector<Queued<SearchJob>>& jobs) { return batcher_->submit(jobs); }
+
+  std::optional<StoredPoint> get(int64_t id, bool with_vector) { return store_->get(id, with_vector); }
+  std::vector<StoredPoint> scroll(int64_t from, int64_t limit, bool with_vector) {
+    return store_->scroll(from, limit, with_vector);
+  }
+
+  /// Starts building an index of `description` from the stored points in the background and
+  /// swaps it in when ready. ApiError(409) while another build runs; 400 for a bad description.
+  void build_index(const std::string& description);
+
+  /// A consistent copy of the database into `file` (searches continue meanwhile).
+  void snapshot(const std::filesystem::path& file) { store_->backup_to(file); }
+
+  /// Stops taking searches, runs what is queued, waits for a running build, and (when `save`)
+  /// saves the index if writes came after the last save. Idempotent.
+  void close(bool save = true);
+
+ private:
+  Collection(const std::string& name, const std::filesystem::path& dir, std::unique_ptr<PointStore> store,
+             const CollectionSettings& settings, Metrics& metrics);
+  void load();
+  std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq);
+  void apply(Index& index, const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted) const;
+  void save_index();
+  void run_batch(std::vector<Queued<SearchJob>>& batch);
+  void start_batcher();
+  void refuse_if_closed() const;  // under writer_mutex_
+
+  std::string name_;
+  std::filesystem::path dir_;
+  std::unique_ptr<PointStore> store_;
+  CollectionConfig config_;
+  Metric metric_;
+  CollectionSettings settings_;
+  Metrics& metrics_;
+  prometheus::Gauge& points_gauge_;
+
+  std::mutex writer_mutex_;          // one write (commit + apply) at a time; also guards saves
+  mutable std::shared_mutex state_;  // index_ and payloads_: shared by searches, exclusive for writes
+  std::shared_ptr<Index> index_;
+  std::unordered_map<int64_t, nlohmann::json> payloads_;
+  int64_t index_seq_ = 0;  // the database's sequence number the index reflects
+  int64_t saved_seq_ = -1; // the sequence number of the index file on disk
+
+  std::mutex build_mutex_;
+  std::thread builder_;
+  std::atomic<bool> building_{false};
+  std::string build_state_ = "ready";  // ready, building <desc>, failed: <why>  (build_mutex_)
+
+  std::unique_ptr<Batcher<SearchJob>> batcher_;
+  bool closed_ = false;  // writer_mutex_
+};
+
+}  // namespace simkit::server

@@ -1,0 +1,207 @@
+#include "http_server.hpp"
+
+#include <optional>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace simkit::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::string error_body(const std::string& message) {
+  std::string escaped;
+  for (char c : message) escaped += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return "{\"status\":{\"error\":\"" + escaped + "\"},\"time\":0}";
+}
+
+}  // namespace
+
+class HttpServer::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, HttpServer& server) : stream_(std::move(socket)), server_(server) {}
+  ~Session() {
+    std::lock_guard g(server_.sessions_mutex_);
+    server_.sessions_.erase(this);
+  }
+
+  void run(bool reject) {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), reject] {
+      if (reject) {
+        self->closing_ = true;
+        self->write({503, error_body("too many open connections; retry later"), "application/json", {{"Retry-After", "1"}}});
+      } else {
+        self->read();
+      }
+    });
+  }
+
+  /// On drain: an idle connection closes now, a busy one after its response.
+  void close_if_idle() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->closing_ = true;
+      if (!self->busy_) self->close();
+    });
+  }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(server_.limits_.max_body_bytes);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(server_.limits_.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) return fail_read(ec);
+    received_ = std::chrono::steady_clock::now();
+    // Refuse an oversized body from its Content-Length, before reading any of it.
+    if (const auto length = parser_->content_length(); length && *length > server_.limits_.max_body_bytes)
+      return refuse(413, "request body of " + std::to_string(*length) + " bytes exceeds the limit of " +
+                             std::to_string(server_.limits_.max_body_bytes) + " bytes (--max-body-mb)");
+    stream_.expires_after(server_.limits_.request_timeout);
+    if (parser_->is_done()) return on_body({});
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
+  }
+
+  void on_body(beast::error_code ec) {
+    if (ec) return fail_read(ec);
+    busy_ = true;
+    stream_.expires_never();
+    http::request<http::string_body> req = parser_->release();
+    keep_alive_ = req.keep_alive();
+    HttpRequest r;
+    r.method = std::string(req.method_string());
+    const std::string_view target = req.target();
+    const size_t q = target.find('?');
+    r.path = std::string(target.substr(0, q));
+    if (q != std::string_view::npos) r.query = std::string(target.substr(q + 1));
+    r.body = std::move(req.body());
+    if (auto it = req.find("api-key"); it != req.end()) r.api_key = std::string(it->value());
+    if (auto it = req.find(http::field::authorization); it != req.end()) r.authorization = std::string(it->value());
+    r.received = received_;
+    // The responder may be called from any thread; it holds the io_context's work so that
+    // run() does not return while a request is being answered elsewhere (a batcher).
+    auto work = asio::prefer(server_.io_.get_executor(), asio::execution::outstanding_work.tracked);
+    Responder respond = [self = shared_from_this(), work](HttpResponse&& response) {
+      asio::post(self->stream_.get_executor(),
+                 [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
+    };
+    server_.handler_(std::move(r), std::move(respond));
+  }
+
+  void fail_read(beast::error_code ec) {
+    if (ec == http::error::body_limit)
+      return refuse(413, "request body exceeds the limit of " + std::to_string(server_.limits_.max_body_bytes) +
+                             " bytes (--max-body-mb)");
+    if (ec == http::error::header_limit) return refuse(431, "request headers exceed 64 KiB");
+    // A peer that closed or timed out gets no answer; a malformed request gets a 400.
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
+        ec == asio::error::connection_reset || ec == asio::error::eof || buffer_.size() == 0)
+      return close();
+    refuse(400, "malformed HTTP request: " + ec.message());
+  }
+
+  void refuse(unsigned status, const std::string& message) {
+    if (server_.limits_.refused) server_.limits_.refused(status);
+    closing_ = true;
+    busy_ = true;
+    write({status, error_body(message), "application/json", {}});
+  }
+
+  void write(HttpResponse&& r) {
+    response_ = {};
+    response_.version(11);
+    response_.result(r.status);
+    response_.set(http::field::server, "simkit");
+    response_.set(http::field::content_type, r.content_type);
+    for (auto& [name, value] : r.headers) response_.set(name, value);
+    response_.body() = std::move(r.body);
+    const bool keep = keep_alive_ && !closing_;
+    response_.keep_alive(keep);
+    response_.prepare_payload();
+    stream_.expires_after(server_.limits_.request_timeout);
+    http::async_write(stream_, response_, [self = shared_from_this(), keep](beast::error_code ec, size_t) {
+      self->busy_ = false;
+      if (ec || !keep || self->closing_) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> response_;
+  HttpServer& server_;
+  std::chrono::steady_clock::time_point received_;
+  bool keep_alive_ = false;
+  bool busy_ = false;
+  bool closing_ = false;
+};
+
+HttpServer::HttpServer(asio::io_context& io, const tcp::endpoint& at, HttpLimits limits, Handler handler)
+    : io_(io), acceptor_(io), limits_(std::move(limits)), handler_(std::move(handler)) {
+  acceptor_.open(at.protocol());
+  acceptor_.set_option(asio::socket_base::reuse_address(true));
+  acceptor_.bind(at);
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+}
+
+HttpServer::~HttpServer() = default;
+
+uint16_t HttpServer::port() const { return acceptor_.local_endpoint().port(); }
+
+void HttpServer::start() { accept(); }
+
+void HttpServer::accept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+      return accept();  // e.g. out of file descriptors for a moment: keep serving the others
+    }
+    auto session = std::make_shared<Session>(std::move(socket), *this);
+    bool reject;
+    {
+      std::lock_guard g(sessions_mutex_);
+      reject = draining_ || static_cast<int64_t>(sessions_.size()) >= limits_.max_connections;
+      sessions_.emplace(session.get(), session);
+    }
+    if (reject && limits_.refused) limits_.refused(503);
+    session->run(reject);
+    accept();
+  });
+}
+
+void HttpServer::drain() {
+  asio::post(acceptor_.get_executor(), [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  std::vector<std::shared_ptr<Session>> open;
+  {
+    std::lock_guard g(sessions_mutex_);
+    draining_ = true;
+    for (auto& [raw, weak] : sessions_)
+      if (auto s = weak.lock()) open.push_back(std::move(s));
+  }
+  for (auto& s : open) s->close_if_idle();
+}
+
+}  // namespace simkit::server

@@ -1,0 +1,80 @@
+#pragma once
+// The HTTP/1.1 transport (Boost.Beast over Asio): keep-alive connections, one request at a time
+// per connection, a body limit enforced from the headers (413 before any body byte is read),
+// a connection limit (503 at accept), idle and slow-client timeouts, and a drain that stops
+// accepting, closes idle connections and lets in-flight requests finish.
+//
+// It knows nothing of the API: each request goes to a Handler together with a Responder, which
+// the handler (or a batcher thread, later) calls exactly once to send the response.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace simkit::server {
+
+struct HttpRequest {
+  std::string method;  // "GET", "PUT", ...
+  std::string path;    // the target up to '?', not decoded
+  std::string query;   // after '?', not decoded
+  std::string body;
+  std::string api_key;        // the api-key header
+  std::string authorization;  // the Authorization header
+  std::chrono::steady_clock::time_point received;  // when its headers were read
+};
+
+struct HttpResponse {
+  unsigned status = 200;
+  std::string body;  // JSON unless content_type says otherwise
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+using Responder = std::function<void(HttpResponse&&)>;
+using Handler = std::function<void(HttpRequest&&, Responder)>;
+
+struct HttpLimits {
+  size_t max_body_bytes = 32u << 20;
+  int64_t max_connections = 4096;
+  std::chrono::seconds idle_timeout{60};     // a keep-alive connection with no request
+  std::chrono::seconds request_timeout{30};  // reading one request's headers and body
+  /// Called when a request is refused before the handler sees it (413, 400, 503 at accept),
+  /// with the status: the API counts these in its metrics.
+  std::function<void(unsigned)> refused;
+};
+
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& at, HttpLimits limits,
+             Handler handler);
+  ~HttpServer();
+  /// The port actually bound (port 0 picks a free one).
+  uint16_t port() const;
+  void start();
+  /// Stops accepting, closes idle connections now and every other one after its response.
+  void drain();
+
+  class Session;  // one connection (http_server.cpp)
+
+ private:
+  void accept();
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  HttpLimits limits_;
+  Handler handler_;
+  std::mutex sessions_mutex_;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;
+  bool draining_ = false;
+  friend class Session;
+};
+
+}  // namespace simkit::server

@@ -1,0 +1,61 @@
+#pragma once
+// The server's Prometheus metrics (prometheus-cpp's core library; GET /metrics serves the text
+// format). Labels are bounded: routes are templates ("/collections/{name}/points/search"),
+// never concrete paths, so a scan of random URLs cannot grow the registry.
+//
+//   simkit_http_requests_total{route, code}         counter
+//   simkit_http_request_duration_seconds{route}     histogram, 50 us .. 10 s
+//   simkit_batch_queue_wait_seconds                 histogram: enqueue to the start of its batch
+//   simkit_batch_size                               histogram: searches run as one call
+//   simkit_batch_queue_depth{collection}            gauge
+//   simkit_collection_points{collection}            gauge
+//   simkit_rejected_total{reason}                   counter: queue_full (503), deadline (504),
+//                                                   connections (503 at accept)
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace simkit::server {
+
+class Metrics {
+ public:
+  Metrics();
+
+  void request(const std::string& route, unsigned code, double seconds);
+  void queue_wait(double seconds) { queue_wait_->Observe(seconds); }
+  void batch_size(int64_t n) { batch_size_->Observe(static_cast<double>(n)); }
+  void rejected(const std::string& reason);
+  prometheus::Gauge& queue_depth(const std::string& collection);
+  prometheus::Gauge& points(const std::string& collection);
+  /// Drops a deleted collection's gauges.
+  void forget(const std::string& collection);
+
+  /// The Prometheus text exposition of everything above.
+  std::string scrape() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* durations_;
+  prometheus::Family<prometheus::Gauge>* depth_;
+  prometheus::Family<prometheus::Gauge>* points_;
+  prometheus::Family<prometheus::Counter>* rejected_;
+  prometheus::Histogram* queue_wait_;
+  prometheus::Histogram* batch_size_;
+  // Family::Add hashes its labels on every call: keep what the hot path touches.
+  std::mutex mutex_;
+  std::map<std::pair<std::string, unsigned>, prometheus::Counter*> request_counters_;
+  std::map<std::string, prometheus::Histogram*> route_histograms_;
+};
+
+}  // namespace simkit::server

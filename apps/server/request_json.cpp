@@ -1,0 +1,109 @@
+#include "request_json.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "api_error.hpp"
+
+namespace simkit::server {
+
+nlohmann::json parse_object(const std::string& body, bool empty_is_object) {
+  if (body.empty()) {
+    if (empty_is_object) return nlohmann::json::object();
+    bad_request("the request needs a JSON body");
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::parse_error& e) {
+    bad_request(std::string("malformed JSON body: ") + e.what());
+  }
+  if (!j.is_object()) bad_request(std::string("the body must be a JSON object, not ") + j.type_name());
+  return j;
+}
+
+void check_fields(const nlohmann::json& object, std::initializer_list<const char*> known, const std::string& where) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (ok) continue;
+    std::string list;
+    for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    bad_request(where + ": unknown field '" + it.key() + "' (expected: " + list + ")");
+  }
+}
+
+int64_t parse_id(const nlohmann::json& j, const std::string& where) {
+  if (j.is_string())
+    bad_request(where + ": only unsigned integer point ids are supported (got the string \"" + j.get<std::string>() +
+                "\")");
+  if (j.is_number_unsigned()) {
+    const uint64_t v = j.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) bad_request(where + ": id out of range");
+    return static_cast<int64_t>(v);
+  }
+  if (j.is_number_integer()) bad_request(where + ": a point id must be >= 0 (got " + j.dump() + ")");
+  bad_request(where + ": a point id must be an unsigned integer (got " + std::string(j.type_name()) + ")");
+}
+
+std::vector<int64_t> parse_ids(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array()) bad_request(where + " must be an array of point ids");
+  std::vector<int64_t> ids;
+  ids.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) ids.push_back(parse_id(j[i], where + "[" + std::to_string(i) + "]"));
+  return ids;
+}
+
+std::vector<float> parse_vector(const nlohmann::json& j, int64_t dim, const std::string& where) {
+  if (!j.is_array()) bad_request(where + " must be an array of " + std::to_string(dim) + " numbers");
+  if (static_cast<int64_t>(j.size()) != dim)
+    bad_request(where + " has " + std::to_string(j.size()) + " values; the collection's vectors have " +
+                std::to_string(dim));
+  std::vector<float> v(static_cast<size_t>(dim));
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number())
+      bad_request(where + "[" + std::to_string(i) + "] is not a number (" + std::string(j[i].type_name()) + ")");
+    const double x = j[i].get<double>();
+    v[i] = static_cast<float>(x);
+    if (!std::isfinite(v[i]))
+      bad_request(where + "[" + std::to_string(i) + "] = " + j[i].dump() + " is not a finite float32");
+  }
+  return v;
+}
+
+int64_t int_field(const nlohmann::json& object, const char* key, int64_t fallback, int64_t lo, int64_t hi,
+                  const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer())
+    bad_request(where + "." + key + " must be an integer (got " + std::string(it->type_name()) + ")");
+  const bool negative = it->is_number_unsigned() ? false : it->get<int64_t>() < 0;
+  const bool too_big = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi);
+  const int64_t v = too_big ? hi : (negative ? it->get<int64_t>() : static_cast<int64_t>(it->get<uint64_t>()));
+  if (too_big || v < lo || v > hi)
+    bad_request(where + "." + key + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                " (got " + it->dump() + ")");
+  return v;
+}
+
+bool bool_field(const nlohmann::json& object, const char* key, bool fallback, const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) bad_request(where + "." + key + " must be true or false (got " + it->dump() + ")");
+  return it->get<bool>();
+}
+
+std::string query_param(const std::string& query, const std::string& key) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t end = query.find('&', pos);
+    if (end == std::string::npos) end = query.size();
+    const std::string part = query.substr(pos, end - pos);
+    const size_t eq = part.find('=');
+    if (part.substr(0, eq) == key) return eq == std::string::npos ? "true" : part.substr(eq + 1);
+    pos = end + 1;
+  }
+  return "";
+}
+
+}  // namespace simkit::server

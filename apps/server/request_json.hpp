@@ -1,0 +1,36 @@
+#pragma once
+// Reading request bodies strictly: every error names the field and what was expected, unknown
+// fields are refused (a typo such as "limt" must not silently mean the default), and nothing is
+// accepted that the engine would have to reject later (wrong dimension, NaN/Inf, ids out of range).
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace simkit::server {
+
+/// The body as a JSON object; 400 "malformed JSON body: ..." or "the body must be a JSON object".
+nlohmann::json parse_object(const std::string& body, bool empty_is_object = false);
+
+/// 400 naming the first key of `object` that is not in `known` ("where: unknown field 'x'").
+void check_fields(const nlohmann::json& object, std::initializer_list<const char*> known, const std::string& where);
+
+/// A point id: a non-negative JSON integer (UUID strings are refused with a clear message).
+int64_t parse_id(const nlohmann::json& j, const std::string& where);
+std::vector<int64_t> parse_ids(const nlohmann::json& j, const std::string& where);
+
+/// `dim` finite float32 values.
+std::vector<float> parse_vector(const nlohmann::json& j, int64_t dim, const std::string& where);
+
+/// An optional integer field in [lo, hi], `fallback` when absent.
+int64_t int_field(const nlohmann::json& object, const char* key, int64_t fallback, int64_t lo, int64_t hi,
+                  const std::string& where);
+bool bool_field(const nlohmann::json& object, const char* key, bool fallback, const std::string& where);
+
+/// The value of `key` in a URL query string ("wait=true&timeout=2"), or "" when absent.
+std::string query_param(const std::string& query, const std::string& key);
+
+}  // namespace simkit::server
