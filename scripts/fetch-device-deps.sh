@@ -7,6 +7,20 @@ rm -rf .deps && mkdir -p .deps/debs
 (cd .deps/debs && apt-get download libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5 \
   libquadmath0 libcli11-dev libgtest-dev libgmock-dev)
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
+# The server's libraries (apps/server/): SQLite, prometheus-cpp's core, nlohmann-json, and of
+# Boost (about 180 MB of headers) only the ones the server and loadgen include, as g++ lists them.
+mkdir -p .deps/server-debs .deps/server
+(cd .deps/server-debs && apt-get download libboost1.81-dev libsqlite3-dev libsqlite3-0 libprometheus-cpp-core1.0 \
+  prometheus-cpp-dev nlohmann-json3-dev)
+for f in .deps/server-debs/*.deb; do dpkg -x "$f" .deps/server; done
+srv=.deps/server/usr
+for f in $(g++ -std=c++20 -MM -I"$srv/include" -Iinclude -Iapps/server -I/usr/include apps/server/*.cpp apps/cli/loadgen_*.cpp \
+             2>/dev/null | tr ' \\' '\n\n' | grep -o "$srv/include/boost/.*"); do
+  install -D -m 644 "$f" ".deps/root/usr/${f#$srv/}"
+done
+rm -rf "$srv/include/boost" "$srv/share/doc"
+cp -a "$srv/." .deps/root/usr/
+rm -rf .deps/server-debs .deps/server
 # Keep the carry under the tool's 64 MiB: no docs, no static or LAPACK libraries.
 rm -rf .deps/debs .deps/root/usr/share/doc .deps/root/usr/src
 find .deps/root -path '*openblas*' \( -name '*.a' -o -name 'liblapack*' \) -delete

@@ -18,6 +18,7 @@ packages=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev
   clang-format        # the formatting test (scripts/check-format.sh)
+  libboost1.81-dev libsqlite3-dev prometheus-cpp-dev  # `simkit serve`: Beast/Asio, the point store, /metrics
   python3-dev python3-venv  # the Python package: headers for the extension module, .venv below
 )
 
