@@ -1,0 +1,368 @@
+"""Fixtures of the `simkit serve` integration tests (tests/server/README is this docstring).
+
+Every test starts its own servers through `serve(...)`: `simkit serve --data-dir TMP --port 0
+--device cpu [extra args]` on loopback, the port read from the "listening on http://HOST:PORT"
+line. At the end of the test each server still running gets SIGTERM and must exit with status
+0 (a clean drain); a test may stop(), kill() (SIGKILL) and restart() one itself.
+
+The binary is $SIMKIT_CLI (CTest sets it to the build's simkit). Inputs are fresh random
+numbers on every run; the seed is printed (pytest shows it when a test fails) and
+SIMKIT_TEST_SEED=<seed> replays one. Only the standard library talks HTTP (http.client).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import time
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 60.0  # a restart loads every collection before it listens
+STOP_TIMEOUT_S = 60.0
+
+
+def cli_path() -> str:
+    path = os.environ.get("SIMKIT_CLI", "")
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail("SIMKIT_CLI must name the simkit binary (CTest sets it; e.g. SIMKIT_CLI=build/apps/cli/simkit)")
+    return path
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection; JSON in, (status, headers, body) out.
+
+    headers: a dict with lower-case names; body: the parsed JSON, or the text when it is not JSON.
+    """
+
+    def __init__(self, port: int, api_key: str | None = None, timeout: float = 60.0) -> None:
+        self.port = port
+        self.api_key = api_key
+        self.timeout = timeout
+        self.conn: http.client.HTTPConnection | None = None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> tuple[int, dict[str, str], Any]:
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        h = {"Content-Type": "application/json"}
+        if self.api_key is not None:
+            h["api-key"] = self.api_key
+        h.update(headers or {})
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        try:
+            self.conn.request(method, path, body=data, headers=h)
+            r = self.conn.getresponse()
+            payload = r.read()
+        except Exception:
+            self.close()
+            raise
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        if r.will_close:
+            self.close()
+        text = payload.decode("utf-8", errors="replace")
+        try:
+            parsed: Any = json.loads(text) if text else None
+        except ValueError:
+            parsed = text
+        return r.status, hdrs, parsed
+
+    # Shorthands that expect success and return the "result".
+    def ok(self, method: str, path: str, body: Any = None, expect: int = 200) -> Any:
+        status, _, b = self.request(method, path, body)
+        assert status == expect, f"{method} {path}: {status} {b}"
+        assert isinstance(b, dict) and b.get("status") == "ok", b
+        return b["result"]
+
+    def get(self, path: str) -> tuple[int, dict[str, str], Any]:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: Any = None) -> tuple[int, dict[str, str], Any]:
+        return self.request("POST", path, body)
+
+    def put(self, path: str, body: Any = None) -> tuple[int, dict[str, str], Any]:
+        return self.request("PUT", path, body)
+
+    def delete(self, path: str) -> tuple[int, dict[str, str], Any]:
+        return self.request("DELETE", path)
+
+
+class Server:
+    """One `simkit serve` process on a data directory; restart() reuses the directory."""
+
+    def __init__(self, data_dir: pathlib.Path, log_dir: pathlib.Path, args: list[str], api_key: str | None) -> None:
+        self.data_dir = data_dir
+        self.log_dir = log_dir
+        self.args = args
+        self.api_key = api_key
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.starts = 0
+        self.clients: list[Client] = []
+        self.start()
+
+    # --- lifecycle ---
+    def start(self) -> None:
+        assert self.proc is None, "already running"
+        self.starts += 1
+        self.stdout_path = self.log_dir / f"serve-{self.starts}.out"
+        self.stderr_path = self.log_dir / f"serve-{self.starts}.err"
+        cmd = [cli_path(), "serve", "--data-dir", str(self.data_dir), "--port", "0"] + self.args
+        if self.api_key is not None:
+            cmd += ["--api-key", self.api_key]
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.stdout_path.read_text())
+            if m:
+                self.port = int(m.group(1))
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"simkit serve exited with {self.proc.returncode}: {self.stderr()}")
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"simkit serve did not listen within {START_TIMEOUT_S} s: {self.stderr()}")
+            time.sleep(0.01)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stderr(self) -> str:
+        """The stderr of the latest start."""
+        return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+
+    def signal_term(self) -> None:
+        """SIGTERM without waiting (wait_exit() collects the status)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+
+    def wait_exit(self, timeout: float = STOP_TIMEOUT_S) -> int:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"simkit serve did not exit within {timeout} s of SIGTERM: {self.stderr()}")
+        self.proc = None
+        self._close_clients()
+        return code
+
+    def stop(self) -> str:
+        """SIGTERM, wait, assert exit status 0; returns that run's stderr."""
+        self.signal_term()
+        code = self.wait_exit()
+        assert code == 0, f"simkit serve exited with {code} after SIGTERM: {self.stderr()}"
+        return self.stderr()
+
+    def kill(self) -> None:
+        """SIGKILL: a crash at an arbitrary moment."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        assert self.proc.returncode == -signal.SIGKILL
+        self.proc = None
+        self._close_clients()
+
+    def restart(self) -> None:
+        if self.running():
+            self.stop()
+        self.proc = None
+        self.start()
+
+    def _close_clients(self) -> None:
+        for c in self.clients:
+            c.close()
+
+    # --- talking to it ---
+    def client(self, api_key: str | None = "default", timeout: float = 60.0) -> Client:
+        c = Client(self.port, self.api_key if api_key == "default" else api_key, timeout)
+        self.clients.append(c)
+        return c
+
+    def rss_kib(self, field: str = "VmRSS") -> int:
+        for line in pathlib.Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise AssertionError(f"no {field} in /proc/{self.pid}/status")
+
+    def metrics(self) -> str:
+        status, _, body = self.client().get("/metrics")
+        assert status == 200, body
+        return str(body)
+
+
+@pytest.fixture
+def serve(tmp_path: pathlib.Path) -> Iterator[Any]:
+    """serve(*args, api_key=None, data_dir=None) -> a running Server; stopped (SIGTERM, status 0) at the end."""
+    servers: list[Server] = []
+    count = [0]
+
+    def make(*args: str, api_key: str | None = None, data_dir: pathlib.Path | None = None, device: str = "cpu") -> Server:
+        count[0] += 1
+        root = tmp_path / f"server{count[0]}"
+        logs = root / "logs"
+        logs.mkdir(parents=True)
+        extra = list(args)
+        if device:
+            extra += ["--device", device]
+        s = Server(data_dir or root / "data", logs, extra, api_key)
+        servers.append(s)
+        return s
+
+    yield make
+    failures = []
+    for s in servers:
+        if s.running():
+            try:
+                s.stop()
+            except AssertionError as e:
+                failures.append(str(e))
+    assert not failures, failures
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    # Fresh inputs on every run; the seed is printed, and pytest shows it when a test fails.
+    seed = int(os.environ.get("SIMKIT_TEST_SEED", "0")) or int.from_bytes(os.urandom(4), "little")
+    print(f"rng seed: {seed} (SIMKIT_TEST_SEED={seed} replays it)")
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="session")
+def cli() -> str:
+    return cli_path()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> pathlib.Path:
+    path = pathlib.Path(os.environ.get("SIMKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
+    if not (path / "wordnet" / "base_minilm_f16.npy").exists():
+        pytest.skip(f"no shared data at {path} (wordnet/base_minilm_f16.npy)")
+    return path
+
+
+# ---------------------------------------------------------------- helpers used by several files
+
+
+def create_collection(c: Client, name: str, dim: int, distance: str = "Cosine", index: str | None = None) -> None:
+    body: dict[str, Any] = {"vectors": {"size": dim, "distance": distance}}
+    if index is not None:
+        body["index"] = index
+    assert c.ok("PUT", f"/collections/{name}", body) is True
+
+
+def upsert(
+    c: Client,
+    name: str,
+    ids: Any,
+    vectors: np.ndarray,
+    payloads: list[dict[str, Any] | None] | None = None,
+    chunk: int = 2000,
+) -> None:
+    """Upserts in requests of at most `chunk` points, each acknowledged (wait=true)."""
+    ids = [int(i) for i in ids]
+    for lo in range(0, len(ids), chunk):
+        points = []
+        for j in range(lo, min(lo + chunk, len(ids))):
+            p: dict[str, Any] = {"id": ids[j], "vector": vectors[j].astype(np.float32).tolist()}
+            if payloads is not None and payloads[j] is not None:
+                p["payload"] = payloads[j]
+            points.append(p)
+        r = c.ok("PUT", f"/collections/{name}/points?wait=true", {"points": points})
+        assert r == {"status": "completed"}, r
+
+
+def scroll_all(c: Client, name: str, with_vector: bool = True, page: int = 10000) -> dict[int, dict[str, Any]]:
+    """Every point of the collection by id (scroll, page by page), bounded in pages."""
+    out: dict[int, dict[str, Any]] = {}
+    offset: int | None = None
+    for _ in range(10000):
+        body: dict[str, Any] = {"limit": page, "with_vector": with_vector, "with_payload": True}
+        if offset is not None:
+            body["offset"] = offset
+        r = c.ok("POST", f"/collections/{name}/points/scroll", body)
+        for p in r["points"]:
+            assert p["id"] not in out, f"scroll returned {p['id']} twice"
+            out[p["id"]] = p
+        offset = r["next_page_offset"]
+        if offset is None:
+            return out
+    raise AssertionError("scroll did not end")
+
+
+def points_count(c: Client, name: str) -> int:
+    return int(c.ok("GET", f"/collections/{name}")["points_count"])
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Prometheus text -> {'name{labels}': value} (labels as printed)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.rpartition(" ")
+        out[key] = float(value)
+    return out
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The value of one sample: the sample named `name` whose labels include `labels`; 0 if absent."""
+    for key, value in parse_metrics(text).items():
+        base, _, rest = key.partition("{")
+        if base != name:
+            continue
+        have = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', rest))
+        if all(have.get(k) == v for k, v in labels.items()):
+            return value
+    return 0.0
+
+
+def raw_exchange(port: int, data: bytes, timeout: float = 10.0, shut_write: bool = False) -> bytes:
+    """Sends bytes on a fresh TCP connection and returns what comes back until the server closes
+    it or `timeout` passes (a bounded read)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        if shut_write:
+            s.shutdown(socket.SHUT_WR)
+        chunks = []
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                b = s.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    finally:
+        s.close()

@@ -1,0 +1,657 @@
+"""The REST contract of `simkit serve`: collections, points, searches (equal to exact search),
+filters (equal to a float64 brute force over the matching points), linearizable writes, the
+background index build, snapshots, health and metrics."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import (
+    Client,
+    create_collection,
+    metric,
+    points_count,
+    scroll_all,
+    upsert,
+)
+from reference import KNN_METRIC, compare_ranking, scores, top_k
+
+DISTANCES = ["Cosine", "Dot", "Euclid", "Manhattan"]
+
+
+def random_ids(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n distinct ids spread up to 2^53 (exact in JSON doubles too), not 0..n-1: the server must
+    map rows back to the ids it was given."""
+    ids = rng.choice(1 << 40, size=n, replace=False).astype(np.int64)
+    ids[0] = 0  # the smallest valid id
+    ids[1] = (1 << 53) - 1
+    return ids
+
+
+# ---------------------------------------------------------------- collections
+
+
+def test_collection_lifecycle(serve: Any) -> None:
+    s = serve()
+    c = s.client()
+    assert c.ok("GET", "/collections") == {"collections": []}
+    for i, distance in enumerate(DISTANCES):
+        create_collection(c, f"c{i}-{distance}", 3 + i, distance)
+    create_collection(c, "with_ivf", 8, "Dot", index="ivf_flat,nlist=4")
+    names = sorted(x["name"] for x in c.ok("GET", "/collections")["collections"])
+    assert names == sorted([f"c{i}-{d}" for i, d in enumerate(DISTANCES)] + ["with_ivf"])
+    for i, distance in enumerate(DISTANCES):
+        info = c.ok("GET", f"/collections/c{i}-{distance}")
+        assert info["config"]["params"]["vectors"] == {"size": 3 + i, "distance": distance}
+        assert info["config"]["index"] == "flat"
+        assert info["points_count"] == 0
+        assert info["index"]["type"] == "flat" and info["index"]["build"] == "ready"
+        assert (s.data_dir / "collections" / f"c{i}-{distance}").is_dir()
+    assert c.ok("GET", "/collections/with_ivf")["config"]["index"] == "ivf_flat,nlist=4"
+
+    status, _, body = c.put("/collections/c0-Cosine", {"vectors": {"size": 3, "distance": "Cosine"}})
+    assert status == 409 and "already exists" in body["status"]["error"], body
+
+    assert c.ok("DELETE", "/collections/c1-Dot") is True
+    assert not (s.data_dir / "collections" / "c1-Dot").exists()
+    status, _, body = c.get("/collections/c1-Dot")
+    assert status == 404 and "does not exist" in body["status"]["error"]
+    status, _, body = c.delete("/collections/c1-Dot")
+    assert status == 404
+    assert "c1-Dot" not in [x["name"] for x in c.ok("GET", "/collections")["collections"]]
+    # A name can be used again, with another shape.
+    create_collection(c, "c1-Dot", 5, "Euclid")
+    assert c.ok("GET", "/collections/c1-Dot")["config"]["params"]["vectors"] == {"size": 5, "distance": "Euclid"}
+    # Collections survive a restart as they are.
+    s.restart()
+    c = s.client()
+    names2 = sorted(x["name"] for x in c.ok("GET", "/collections")["collections"])
+    assert names2 == names
+    assert c.ok("GET", "/collections/c1-Dot")["config"]["params"]["vectors"] == {"size": 5, "distance": "Euclid"}
+    assert not [p.name for p in (s.data_dir / "collections").iterdir() if p.name.startswith(".")]
+
+
+# ---------------------------------------------------------------- points
+
+
+def test_points_upsert_get_retrieve_delete_scroll(serve: Any, rng: np.random.Generator) -> None:
+    s = serve()
+    c = s.client()
+    n, d = 257, 11
+    create_collection(c, "pts", d, "Euclid")
+    ids = random_ids(rng, n)
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    payloads: list[dict[str, Any] | None] = [
+        None if i % 7 == 0 else {"i": int(i), "name": f"p{i}", "nested": {"a": [1, 2, {"b": None}]}, "f": 0.5}
+        for i in range(n)
+    ]
+    upsert(c, "pts", ids, X, payloads, chunk=100)
+    assert points_count(c, "pts") == n
+
+    # GET one point: its exact float32 vector and payload ({} when it has none).
+    for j in [0, 1, 7, n - 1]:
+        p = c.ok("GET", f"/collections/pts/points/{ids[j]}")
+        assert p["id"] == ids[j]
+        assert np.array_equal(np.array(p["vector"], dtype=np.float32), X[j])
+        assert p["payload"] == (payloads[j] or {})
+    status, _, body = c.get(f"/collections/pts/points/{(1 << 53)}")
+    assert status == 404 and "is not in collection" in body["status"]["error"], body
+
+    # Retrieve by ids: present ones in request order, absent ones left out.
+    want = [int(ids[5]), 123456789012345, int(ids[3]), int(ids[0])]
+    got = c.ok("POST", "/collections/pts/points", {"ids": want})
+    assert [p["id"] for p in got] == [int(ids[5]), int(ids[3]), int(ids[0])]
+    assert got[0]["payload"] == payloads[5] and "vector" not in got[0]
+    got = c.ok("POST", "/collections/pts/points", {"ids": [int(ids[4])], "with_vector": True, "with_payload": False})
+    assert got == [{"id": int(ids[4]), "vector": X[4].tolist()}]
+
+    # Scroll: every point once, in id order, across pages of an awkward size.
+    seen: list[int] = []
+    offset = None
+    for _ in range(100):
+        body = {"limit": 37} if offset is None else {"limit": 37, "offset": offset}
+        r = c.ok("POST", "/collections/pts/points/scroll", body)
+        seen += [p["id"] for p in r["points"]]
+        assert len(r["points"]) <= 37
+        offset = r["next_page_offset"]
+        if offset is None:
+            break
+    assert seen == sorted(int(i) for i in ids)
+    everything = scroll_all(c, "pts")
+    for j in range(n):
+        assert np.array_equal(np.array(everything[int(ids[j])]["vector"], dtype=np.float32), X[j])
+
+    # Upsert over existing ids replaces vector and payload (a point sent without payload loses its payload).
+    Y = rng.standard_normal((3, d)).astype(np.float32)
+    upsert(c, "pts", ids[[2, 3, 4]], Y, [{"v": 2}, None, {"v": 4}])
+    assert points_count(c, "pts") == n
+    assert c.ok("GET", f"/collections/pts/points/{ids[3]}")["payload"] == {}
+    assert c.ok("GET", f"/collections/pts/points/{ids[4]}")["payload"] == {"v": 4}
+    hit = c.ok("POST", "/collections/pts/points/search", {"vector": Y[1].tolist(), "limit": 1})
+    assert hit[0]["id"] == ids[3] and hit[0]["score"] == pytest.approx(0, abs=1e-3)
+
+    # Delete: absent ids are ignored and not counted.
+    r = c.ok("POST", "/collections/pts/points/delete?wait=true", {"points": [int(ids[10]), int(ids[11]), 99]})
+    assert r == {"status": "completed", "deleted": 2}
+    assert points_count(c, "pts") == n - 2
+    status, _, _ = c.get(f"/collections/pts/points/{ids[10]}")
+    assert status == 404
+    hit = c.ok("POST", "/collections/pts/points/search", {"vector": X[10].tolist(), "limit": 3})
+    assert int(ids[10]) not in [h["id"] for h in hit]
+    # Delete the same again: nothing left to delete.
+    r = c.ok("POST", "/collections/pts/points/delete", {"points": [int(ids[10])]})
+    assert r["deleted"] == 0
+    # wait=false is acknowledged as durably as wait=true.
+    r = c.ok("PUT", "/collections/pts/points?wait=false", {"points": [{"id": 5, "vector": [0.0] * d}]})
+    assert r == {"status": "acknowledged"}
+    assert c.ok("GET", "/collections/pts/points/5")["vector"] == [0.0] * d
+
+
+# ---------------------------------------------------------------- exact search
+
+
+def knn_cli(cli: str, tmp: pathlib.Path, X: np.ndarray, Q: np.ndarray, k: int, distance: str) -> np.ndarray:
+    np.save(tmp / "base.npy", X.astype(np.float32))
+    np.save(tmp / "queries.npy", Q.astype(np.float32))
+    subprocess.run(
+        [cli, "knn", "--base", str(tmp / "base.npy"), "--queries", str(tmp / "queries.npy"), "-k", str(k),
+         "--metric", KNN_METRIC[distance], "--ids", str(tmp / "ids.npy"), "--device", "cpu"],
+        check=True, capture_output=True, timeout=120,
+    )
+    return np.load(tmp / "ids.npy")
+
+
+@pytest.mark.parametrize("distance", DISTANCES)
+def test_search_equals_exact_knn(serve: Any, rng: np.random.Generator, cli: str, tmp_path: pathlib.Path,
+                                 distance: str) -> None:
+    n, d, m, k = 1037, 37, 29, 13
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    if distance == "Dot":
+        X *= rng.uniform(0.5, 2.0, size=(n, 1)).astype(np.float32)  # norms matter for dot
+    Q = rng.standard_normal((m, d)).astype(np.float32)
+    ids = random_ids(rng, n)
+    payloads = [{"row": i} for i in range(n)]
+    s = serve()
+    c = s.client()
+    create_collection(c, "exact", d, distance)
+    upsert(c, "exact", ids, X, payloads, chunk=400)
+
+    rows = knn_cli(cli, tmp_path, X, Q, k, distance)
+    want = ids[rows]  # knn answers row numbers; the server, the ids it was given
+    S = scores(X, Q, distance)
+    ref_ids, ref_s = top_k(S, ids, k, distance)
+    score_of = [{int(ids[j]): float(S[r, j]) for j in range(n)} for r in range(m)]
+    swaps = 0
+    for r in range(m):
+        swaps += compare_ranking(list(want[r]), list(ref_ids[r]), score_of[r])
+
+    def check(r: int, hits: list[dict[str, Any]], offset: int = 0, limit: int = k) -> None:
+        nonlocal swaps
+        got = [h["id"] for h in hits]
+        swaps += compare_ranking(got, [int(x) for x in want[r, offset:offset + limit]], score_of[r])
+        for h in hits:
+            assert h["score"] == pytest.approx(score_of[r][h["id"]], rel=1e-4, abs=1e-4), (r, h)
+
+    # Concurrent single searches, so that the batcher runs several as one call.
+    before = s.metrics()
+    results: dict[int, Any] = {}
+    errors: list[str] = []
+    start = threading.Barrier(8)
+
+    def worker(w: int) -> None:
+        cc = Client(s.port)
+        try:
+            start.wait(timeout=30)
+            for rnd in range(3):  # bounded: 3 rounds of the worker's share of queries
+                for r in range(w, m, 8):
+                    status, _, body = cc.post("/collections/exact/points/search",
+                                              {"vector": Q[r].tolist(), "limit": k, "with_payload": rnd == 0})
+                    if status != 200:
+                        errors.append(f"{status} {body}")
+                        return
+                    results[(r, rnd)] = body["result"]
+        finally:
+            cc.close()
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors[:3]
+    assert len(results) == 3 * m
+    for (r, rnd), hits in results.items():
+        check(r, hits)
+        if rnd == 0:
+            assert all(h["payload"] == {"row": int(np.where(ids == h["id"])[0][0])} for h in hits)
+        else:
+            assert all("payload" not in h for h in hits)
+    after = s.metrics()
+    batches = metric(after, "simkit_batch_size_count") - metric(before, "simkit_batch_size_count")
+    searches = metric(after, "simkit_batch_size_sum") - metric(before, "simkit_batch_size_sum")
+    print(f"{distance}: {int(searches)} concurrent searches ran in {int(batches)} batches")
+    assert searches == 3 * m
+    assert 0 < batches < searches, "no batch of the concurrent single searches held more than one search"
+
+    # The batch route: one request, answers in request order; offsets page through the ranking.
+    searches_body = [{"vector": Q[r].tolist(), "limit": k} for r in range(m)]
+    searches_body += [{"vector": Q[r].tolist(), "limit": 5, "offset": 4} for r in range(m)]
+    batch = c.ok("POST", "/collections/exact/points/search/batch", {"searches": searches_body})
+    assert len(batch) == 2 * m
+    for r in range(m):
+        check(r, batch[r])
+        check(r, batch[m + r], offset=4, limit=5)
+    # Asking for more than there are: every point, ranked.
+    every = c.ok("POST", "/collections/exact/points/search", {"vector": Q[0].tolist(), "limit": 10000})
+    assert len(every) == n
+    assert sorted(h["id"] for h in every) == sorted(int(i) for i in ids)
+    print(f"{distance}: {swaps} near-tie swaps tolerated")
+    assert swaps <= 0.01 * m * k * 4
+
+
+# ---------------------------------------------------------------- filters
+
+
+def matches(payload: dict[str, Any] | None, must: list[tuple[str, Any]]) -> bool:
+    """The filter semantics, written independently: equality of keyword / integer / bool (a bool
+    never equals an integer, a float never equals an integer); an array field matches when any
+    element does."""
+    if payload is None:
+        return not must
+
+    def eq(field: Any, value: Any) -> bool:
+        if isinstance(value, bool) or isinstance(field, bool):
+            return isinstance(value, bool) and isinstance(field, bool) and field == value
+        if isinstance(value, str):
+            return isinstance(field, str) and field == value
+        return isinstance(field, int) and field == value
+
+    for key, value in must:
+        if key not in payload:
+            return False
+        f = payload[key]
+        if isinstance(f, list):
+            if not any(eq(e, value) for e in f):
+                return False
+        elif not eq(f, value):
+            return False
+    return True
+
+
+def test_filters_equal_brute_force(serve: Any, rng: np.random.Generator) -> None:
+    n, d, k = 1531, 24, 10
+    colors = ["red", "green", "blue", "cyan", "magenta"]
+    tags = list("abcdefgh")
+    ids = random_ids(rng, n)
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    payloads: list[dict[str, Any] | None] = []
+    for i in range(n):
+        if i % 53 == 0:
+            payloads.append(None)
+            continue
+        p: dict[str, Any] = {"color": colors[int(rng.integers(5))], "n": int(rng.integers(50)),
+                             "flag": bool(rng.integers(2)), "uid": int(ids[i]),
+                             "tags": [t for t in tags if rng.random() < 0.25]}
+        if i % 11 == 0:
+            del p["color"]
+        if i % 13 == 0:
+            p["n"] = float(p["n"])  # a float field never matches an integer value
+        if i % 17 == 0:
+            p["flag"] = int(p["flag"])  # 0/1, not a bool
+        payloads.append(p)
+    s = serve()
+    c = s.client()
+    create_collection(c, "f", d, "Cosine")
+    upsert(c, "f", ids, X, payloads, chunk=600)
+
+    target = int(ids[int(rng.integers(1, n))])
+    while payloads[int(np.where(ids == target)[0][0])] is None:
+        target = int(ids[int(rng.integers(1, n))])
+    filters: list[list[tuple[str, Any]]] = [
+        [("color", "red")],                                   # ~ 1/5
+        [("flag", True), ("color", "blue")],                  # ~ 1/10
+        [("tags", "c")],                                      # ~ 1/4, an array field
+        [("tags", "a"), ("tags", "h"), ("flag", False)],      # ~ 1/32
+        [("n", 7)],                                           # ~ 1/50: fewer than 40 match
+        [("n", 7), ("color", "green")],                       # a handful, maybe fewer than k
+        [("uid", target)],                                    # exactly one point
+        [("color", "nope")],                                  # none
+        [("n", -1)],                                          # none
+        [("flag", 1)],                                        # the integer 1: only the 0/1 fields
+        [("missing_field", "x")],                             # none
+    ]
+    Q = rng.standard_normal((7, d)).astype(np.float32)
+    S = scores(X, Q, "Cosine")
+    checked = 0
+    searches: list[dict[str, Any]] = []
+    expected: list[tuple[int, np.ndarray]] = []
+    for must in filters:
+        allowed = np.array([matches(payloads[i], must) for i in range(n)])
+        cols = np.where(allowed)[0]
+        body_filter = {"must": [{"key": key, "match": {"value": v}} for key, v in must]}
+        for r in range(len(Q)):
+            want_ids, _ = top_k(S[r:r + 1, cols], ids[cols], k, "Cosine")
+            want = [int(x) for x in want_ids[0]]
+            hits = c.ok("POST", "/collections/f/points/search",
+                        {"vector": Q[r].tolist(), "limit": k, "filter": body_filter, "with_payload": True})
+            got = [h["id"] for h in hits]
+            score_of = {int(ids[j]): float(S[r, j]) for j in cols}
+            assert len(got) == min(k, len(cols)), (must, len(got), len(cols))
+            compare_ranking(got, want, score_of)
+            for h in hits:
+                assert h["score"] == pytest.approx(score_of[h["id"]], abs=1e-5)
+                assert matches(h["payload"], must), (must, h)
+            searches.append({"vector": Q[r].tolist(), "limit": k, "filter": body_filter})
+            expected.append((r, cols))
+            checked += 1
+        print(f"filter {must}: {len(cols)} of {n} points match")
+    assert sum(1 for must in filters if sum(matches(p, must) for p in payloads) == 0) >= 3
+    assert sum(matches(p, [("uid", target)]) for p in payloads) == 1
+    # The same filters mixed in one batch (one allow-list per distinct filter), plus unfiltered ones.
+    searches.append({"vector": Q[0].tolist(), "limit": k})
+    batch = c.ok("POST", "/collections/f/points/search/batch", {"searches": searches})
+    for (r, cols), hits in zip(expected, batch):
+        want_ids, _ = top_k(S[r:r + 1, cols], ids[cols], k, "Cosine")
+        compare_ranking([h["id"] for h in hits], [int(x) for x in want_ids[0]],
+                        {int(ids[j]): float(S[r, j]) for j in cols})
+    want_ids, _ = top_k(S[0:1], ids, k, "Cosine")
+    compare_ranking([h["id"] for h in batch[-1]], [int(x) for x in want_ids[0]],
+                    {int(ids[j]): float(S[0, j]) for j in range(n)})
+    # An empty filter, or {"must": []}, is every point.
+    for f in [{}, {"must": []}]:
+        hits = c.ok("POST", "/collections/f/points/search", {"vector": Q[0].tolist(), "limit": k, "filter": f})
+        assert [h["id"] for h in hits] == [h["id"] for h in batch[-1]]
+    # A filter follows writes: a point's new payload is matched at once, its old one no more.
+    j = int(np.where(ids == target)[0][0])
+    upsert(c, "f", [target], X[j:j + 1], [{"color": "unique-color"}])
+    hits = c.ok("POST", "/collections/f/points/search",
+                {"vector": Q[0].tolist(), "limit": k, "filter": {"must": [{"key": "color", "match": {"value": "unique-color"}}]}})
+    assert [h["id"] for h in hits] == [target]
+    hits = c.ok("POST", "/collections/f/points/search",
+                {"vector": Q[0].tolist(), "limit": k, "filter": {"must": [{"key": "uid", "match": {"value": target}}]}})
+    assert hits == []
+    print(f"{checked} filtered searches checked")
+
+
+# ---------------------------------------------------------------- linearizability
+
+
+def test_acknowledged_writes_are_visible_at_once(serve: Any, rng: np.random.Generator) -> None:
+    d = 16
+    s = serve()
+    writer, reader = s.client(), s.client()
+    create_collection(writer, "lin", d, "Euclid")
+    upsert(writer, "lin", range(1000, 1300), rng.standard_normal((300, d)).astype(np.float32))
+
+    # Background searches keep the batcher busy, so the reader's searches share batches.
+    stop = threading.Event()
+    background_errors: list[str] = []
+
+    def background() -> None:
+        cc = Client(s.port)
+        q = rng.standard_normal(d).astype(np.float32).tolist()
+        try:
+            for _ in range(20000):  # bounded
+                if stop.is_set():
+                    return
+                status, _, body = cc.post("/collections/lin/points/search", {"vector": q, "limit": 5})
+                if status != 200:
+                    background_errors.append(f"{status} {body}")
+                    return
+        finally:
+            cc.close()
+
+    bg = [threading.Thread(target=background) for _ in range(2)]
+    for t in bg:
+        t.start()
+    inserted: list[tuple[int, list[float]]] = []
+    deleted = 0
+    deadline = time.monotonic() + 60
+    rounds = 0
+    try:
+        for rnd in range(300):
+            if time.monotonic() > deadline:
+                break
+            rounds += 1
+            pid = 5000 + rnd
+            v = rng.standard_normal(d).astype(np.float32).tolist()
+            r = writer.ok("PUT", "/collections/lin/points?wait=true", {"points": [{"id": pid, "vector": v}]})
+            assert r["status"] == "completed"
+            hits = reader.ok("POST", "/collections/lin/points/search", {"vector": v, "limit": 1})
+            assert hits and hits[0]["id"] == pid and hits[0]["score"] == pytest.approx(0, abs=1e-3), (rnd, hits)
+            inserted.append((pid, v))
+            if rnd % 3 == 2:
+                gone_id, gone_v = inserted.pop(int(rng.integers(len(inserted))))
+                r = writer.ok("POST", "/collections/lin/points/delete?wait=true", {"points": [gone_id]})
+                assert r["deleted"] == 1
+                hits = reader.ok("POST", "/collections/lin/points/search", {"vector": gone_v, "limit": 1})
+                assert hits and hits[0]["id"] != gone_id, (rnd, gone_id, hits)
+                deleted += 1
+    finally:
+        stop.set()
+        for t in bg:
+            t.join(timeout=60)
+    assert not background_errors, background_errors[:3]
+    print(f"linearizability: {rounds} rounds, {deleted} deletes, all visible at once")
+    assert rounds >= 50
+    assert points_count(writer, "lin") == 300 + rounds - deleted
+
+
+# ---------------------------------------------------------------- the background index build
+
+
+def test_index_build_in_background_then_restart_loads_it(serve: Any, rng: np.random.Generator,
+                                                          shared_data: pathlib.Path) -> None:
+    base = np.load(shared_data / "wordnet" / "base_minilm_f16.npy", mmap_mode="r")
+    queries = np.load(shared_data / "wordnet" / "queries_minilm_f16.npy", mmap_mode="r")
+    n, k = 9973, 10
+    rows = np.sort(rng.choice(base.shape[0], size=n, replace=False))
+    X = np.asarray(base[rows], dtype=np.float32)
+    Q = np.asarray(queries[rng.choice(queries.shape[0], size=37, replace=False)], dtype=np.float32)
+    ids = random_ids(rng, n)
+    S = scores(X, Q, "Cosine")
+    want, _ = top_k(S, ids, k, "Cosine")
+    score_of = [{int(ids[j]): float(S[r, j]) for j in range(n)} for r in range(len(Q))]
+
+    s = serve()
+    c, watcher = s.client(), s.client()
+    create_collection(c, "w", X.shape[1], "Cosine")
+    upsert(c, "w", ids, X, chunk=2500)
+
+    def search_all() -> list[list[int]]:
+        body = {"searches": [{"vector": q.tolist(), "limit": k} for q in Q]}
+        return [[h["id"] for h in hits] for hits in c.ok("POST", "/collections/w/points/search/batch", body)]
+
+    for r, got in enumerate(search_all()):
+        compare_ranking(got, [int(x) for x in want[r]], score_of[r])
+
+    description = "ivf_flat,nlist=16,nprobe=16"
+    r = c.ok("PUT", "/collections/w/index", {"index": description}, expect=202)
+    assert r == {"status": "building", "index": description}
+    status, _, body = c.put("/collections/w/index", {"index": description})
+    assert status in (202, 409), body  # 409 while the first build runs
+    # Searches keep working (and stay exact, on the flat index) while it builds.
+    during = 0
+    deadline = time.monotonic() + 120
+    info = watcher.ok("GET", "/collections/w")
+    while info["index"]["build"] != "ready":
+        assert info["index"]["build"].startswith("building ivf_flat"), info
+        assert time.monotonic() < deadline, f"the build did not finish in 120 s: {info}"
+        q = int(rng.integers(len(Q)))
+        hits = c.ok("POST", "/collections/w/points/search", {"vector": Q[q].tolist(), "limit": k})
+        compare_ranking([h["id"] for h in hits], [int(x) for x in want[q]], score_of[q])
+        after = watcher.ok("GET", "/collections/w")
+        if after["index"]["build"] != "ready":
+            during += 1
+        info = after
+    print(f"{during} searches answered while the index was building")
+    assert during >= 1
+    assert info["index"]["type"] == "ivf_flat"
+    assert info["index"]["description"].startswith("ivf_flat,nlist=16,nprobe=16")
+    assert info["config"]["index"] == description
+    assert info["points_count"] == n and info["status"] == "green"
+    # nprobe = nlist scans every list: the same neighbours as exact search.
+    found = 0
+    for r, got in enumerate(search_all()):
+        compare_ranking(got, [int(x) for x in want[r]], score_of[r])
+        found += len(set(got) & set(int(x) for x in want[r]))
+    recall = found / (len(Q) * k)
+    print(f"ivf_flat nprobe=nlist recall@{k} = {recall:.4f}")
+    assert recall >= 0.999
+
+    # Saved when built: a restart after SIGTERM loads it and replays nothing...
+    files = sorted(p.name for p in (s.data_dir / "collections" / "w").glob("index-*.simkit"))
+    assert len(files) == 1, files
+    err = s.stop()
+    s.start()
+    m = re.search(r"collection w: (\d+) points, index (\S+) \((index-\d+\.simkit) \+ (\d+) replayed\)", s.stderr())
+    assert m, s.stderr()
+    assert int(m.group(1)) == n and m.group(2).startswith("ivf_flat,nlist=16") and m.group(4) == "0", m.group(0)
+    assert "draining" in err
+    # ... and after a crash, the saved index plus the writes since.
+    c = s.client()
+    extra = rng.standard_normal((5, X.shape[1])).astype(np.float32)
+    upsert(c, "w", [7, 8, 9, 10, 11], extra)
+    assert c.ok("POST", "/collections/w/points/delete", {"points": [int(ids[0]), int(ids[1])]})["deleted"] == 2
+    s.kill()
+    s.start()
+    m = re.search(r"collection w: (\d+) points, index (\S+) \((index-\d+\.simkit) \+ (\d+) replayed\)", s.stderr())
+    assert m, s.stderr()
+    assert int(m.group(1)) == n + 3 and m.group(2).startswith("ivf_flat") and m.group(4) == "7", m.group(0)
+    c = s.client()
+    info = c.ok("GET", "/collections/w")
+    assert info["index"]["type"] == "ivf_flat" and info["index"]["build"] == "ready"
+    hits = c.ok("POST", "/collections/w/points/search", {"vector": extra[2].tolist(), "limit": 1})
+    assert hits[0]["id"] == 9
+    hits = c.ok("POST", "/collections/w/points/search", {"vector": X[0].tolist(), "limit": 3})
+    assert int(ids[0]) not in [h["id"] for h in hits]
+
+
+# ---------------------------------------------------------------- snapshots
+
+
+def state(c: Client, name: str) -> dict[int, tuple[list[float], Any]]:
+    return {i: (p["vector"], p["payload"]) for i, p in scroll_all(c, name).items()}
+
+
+def test_snapshot_and_recover(serve: Any, rng: np.random.Generator) -> None:
+    n, d = 613, 9
+    s = serve()
+    c = s.client()
+    create_collection(c, "snap", d, "Dot")
+    ids = random_ids(rng, n)
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    upsert(c, "snap", ids, X, [{"i": i} for i in range(n)])
+    status, _, body = c.get("/collections/snap/snapshots")
+    assert status == 200 and body["result"] == []
+    snap = c.ok("POST", "/collections/snap/snapshots")
+    assert snap["name"].endswith(".snapshot") and snap["name"].startswith("snap-") and snap["size"] > n * d * 4
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", snap["creation_time"]), snap
+    at_snapshot = state(c, "snap")
+    assert len(at_snapshot) == n
+
+    # Change everything: new points, replaced points and payloads, deleted points.
+    Y = rng.standard_normal((20, d)).astype(np.float32)
+    upsert(c, "snap", list(range(1 << 41, (1 << 41) + 10)) + [int(i) for i in ids[:10]], Y,
+           [{"new": True}] * 20)
+    assert c.ok("POST", "/collections/snap/points/delete", {"points": [int(i) for i in ids[10:30]]})["deleted"] == 20
+    second = c.ok("POST", "/collections/snap/snapshots")
+    assert second["name"] != snap["name"]
+    listed = [x["name"] for x in c.ok("GET", "/collections/snap/snapshots")]
+    assert sorted(listed) == sorted([snap["name"], second["name"]])
+    changed = state(c, "snap")
+    assert changed != at_snapshot and len(changed) == n - 10
+
+    assert c.ok("PUT", "/collections/snap/snapshots/recover", {"location": snap["name"]}) is True
+    assert state(c, "snap") == at_snapshot
+    assert points_count(c, "snap") == n
+    # Searches see the recovered points (a point deleted after the snapshot is back, a new one gone).
+    hits = c.ok("POST", "/collections/snap/points/search", {"vector": X[15].tolist(), "limit": n, "with_payload": True})
+    assert sorted(h["id"] for h in hits) == sorted(int(i) for i in ids)
+    assert {h["id"]: h["payload"] for h in hits}[int(ids[15])] == {"i": 15}
+    # Writes after a recover work as before.
+    upsert(c, "snap", [3], Y[:1], [{"after": 1}])
+    assert points_count(c, "snap") == n + (0 if 3 in set(int(i) for i in ids) else 1)
+
+    # Recover the later snapshot, then into a deleted collection.
+    assert c.ok("PUT", "/collections/snap/snapshots/recover", {"location": second["name"]}) is True
+    assert state(c, "snap") == changed
+    assert c.ok("DELETE", "/collections/snap") is True
+    status, _, _ = c.get("/collections/snap")
+    assert status == 404
+    assert sorted(x["name"] for x in c.ok("GET", "/collections/snap/snapshots")) == sorted(listed)
+    assert c.ok("PUT", "/collections/snap/snapshots/recover", {"location": snap["name"]}) is True
+    assert state(c, "snap") == at_snapshot
+    info = c.ok("GET", "/collections/snap")
+    assert info["config"]["params"]["vectors"] == {"size": d, "distance": "Dot"}
+    # Durable: a restart (after a crash, even) finds the recovered collection.
+    s.kill()
+    s.start()
+    c = s.client()
+    assert state(c, "snap") == at_snapshot
+    hits = c.ok("POST", "/collections/snap/points/search", {"vector": X[20].tolist(), "limit": n})
+    assert sorted(h["id"] for h in hits) == sorted(int(i) for i in ids)
+
+
+# ---------------------------------------------------------------- health and metrics
+
+
+def test_healthz_and_metrics(serve: Any, rng: np.random.Generator) -> None:
+    s = serve()
+    c = s.client()
+    status, _, body = c.get("/healthz")
+    assert status == 200 and body["result"] == "ok"
+    create_collection(c, "m1", 4, "Euclid")
+    create_collection(c, "m2", 4, "Cosine")
+    upserts = 0
+    for lo in range(0, 100, 20):
+        upsert(c, "m1", range(lo, lo + 20), rng.standard_normal((20, 4)).astype(np.float32))
+        upserts += 1
+    upsert(c, "m2", [1, 2, 3], rng.standard_normal((3, 4)).astype(np.float32))
+    c.ok("POST", "/collections/m1/points/delete", {"points": [0, 1, 2, 500]})
+    for _ in range(7):
+        c.ok("POST", "/collections/m1/points/search", {"vector": [0.1, 0.2, 0.3, 0.4], "limit": 3})
+    c.ok("POST", "/collections/m1/points/search/batch",
+         {"searches": [{"vector": [0.1, 0.2, 0.3, 0.4]}] * 5})
+    status, _, _ = c.get("/collections/none")
+    assert status == 404
+    status, _, _ = c.get("/no/such/route")
+    assert status == 404
+
+    status, headers, text = c.get("/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    assert isinstance(text, str)
+    assert metric(text, "simkit_http_requests_total", route="PUT /collections/{name}/points", code="200") == upserts + 1
+    assert metric(text, "simkit_http_requests_total", route="POST /collections/{name}/points/search", code="200") == 7
+    assert metric(text, "simkit_http_requests_total", route="POST /collections/{name}/points/search/batch",
+                  code="200") == 1
+    assert metric(text, "simkit_http_requests_total", route="PUT /collections/{name}", code="200") == 2
+    assert metric(text, "simkit_http_requests_total", route="GET /collections/{name}", code="404") == 1
+    assert metric(text, "simkit_http_requests_total", route="/healthz", code="200") == 1
+    assert metric(text, "simkit_http_requests_total", route="not found", code="404") == 1
+    # Route labels are templates: no concrete collection name or path appears in them.
+    for line in text.splitlines():
+        if line.startswith("simkit_http_request"):
+            assert "m1" not in line and "/no/such" not in line, line
+    assert metric(text, "simkit_collection_points", collection="m1") == 97
+    assert metric(text, "simkit_collection_points", collection="m2") == 3
+    assert metric(text, "simkit_batch_size_sum") == 12
+    assert 1 <= metric(text, "simkit_batch_size_count") <= 8
+    assert metric(text, "simkit_batch_size_bucket", le="+Inf") == metric(text, "simkit_batch_size_count")
+    assert metric(text, "simkit_batch_queue_wait_seconds_count") == 12
+    assert metric(text, "simkit_batch_queue_depth", collection="m1") == 0
+    assert metric(text, "simkit_rejected_total", reason="queue_full") == 0
+    assert metric(text, "simkit_http_request_duration_seconds_count",
+                  route="POST /collections/{name}/points/search") == 7
+    # A deleted collection's gauges go away.
+    c.ok("DELETE", "/collections/m2")
+    text = s.metrics()
+    assert 'collection="m2"' not in text
+    assert metric(text, "simkit_collection_points", collection="m1") == 97
