@@ -1,7 +1,9 @@
 #include "api.hpp"
 
-#include <boost/asio/post.hpp>
+#include <charconv>
 #include <cstdio>
+
+#include <boost/asio/post.hpp>
 
 #include <simkit/error.hpp>
 
@@ -183,6 +185,20 @@ void Api::reply(Call& call, unsigned status, nlohmann::json body) {
   body["status"] = body.contains("status") ? body["status"] : nlohmann::json("ok");
   body["time"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
   answer(call, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
+}
+
+void Api::reply_result_text(Call& call, const std::string& result_json) {
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+  char number[32];
+  char* end = std::to_chars(number, number + sizeof number, t).ptr;
+  std::string body;
+  body.reserve(result_json.size() + 48);
+  body += "{\"result\":";
+  body += result_json;
+  body += ",\"status\":\"ok\",\"time\":";
+  body.append(number, static_cast<size_t>(end - number));
+  body += '}';
+  answer(call, 200, std::move(body), {});
 }
 
 void Api::reply_error(Call& call, unsigned status, const std::string& message,

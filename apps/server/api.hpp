@@ -53,6 +53,8 @@ class Api {
 
   // --- used by the route files (api_collections.cpp, api_points.cpp) ---
   void reply(Call& call, unsigned status, nlohmann::json body);
+  /// 200 with `result_json` (already JSON text) as the result: the searches' fast path.
+  void reply_result_text(Call& call, const std::string& result_json);
   void reply_error(Call& call, unsigned status, const std::string& message,
                    std::vector<std::pair<std::string, std::string>> headers = {});
   std::shared_ptr<Collection> find(const std::string& name);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <unordered_set>
 
 #include "api.hpp"
@@ -120,7 +122,11 @@ void Api::get_point(Call& call) {
   const std::string& text = call.params[1];
   if (text.empty() || text.size() > 19 || !std::all_of(text.begin(), text.end(), ::isdigit))
     bad_request("point id '" + text.substr(0, 40) + "' is not an unsigned integer");
-  const int64_t id = std::stoll(text);
+  // 19 digits fit in uint64 but may exceed int64 (std::stoll would throw, a 500): refuse as parse_id does.
+  const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+  if (value > static_cast<unsigned long long>(std::numeric_limits<int64_t>::max()))
+    bad_request("point id " + text + " is out of range (ids are below 2^63)");
+  const auto id = static_cast<int64_t>(value);
   blocking(std::move(call), [this, collection, id](Call& c) {
     auto p = collection->get(id, /*with_vector=*/true);
     if (!p) throw ApiError(404, "point " + std::to_string(id) + " is not in collection '" + collection->name() + "'");
@@ -175,7 +181,7 @@ void Api::search_one(Call& call) {
   jobs[0].deadline = deadline;
   auto shared = std::make_shared<Call>(std::move(call));
   jobs[0].job.done = [this, shared](SearchOutcome&& o) {
-    if (o.status == 200) return reply(*shared, 200, {{"result", std::move(o.result)}});
+    if (o.status == 200) return reply_result_text(*shared, o.hits);
     reply_error(*shared, o.status, o.error);
   };
   if (!collection->submit(jobs)) {
@@ -212,12 +218,12 @@ void Api::search_batch(Call& call) {
       gather->outcomes[i] = std::move(o);
       if (--gather->left > 0) return;
       lock.unlock();
-      nlohmann::json results = nlohmann::json::array();
+      std::string results = "[";
       for (SearchOutcome& out : gather->outcomes) {
         if (out.status != 200) return reply_error(gather->call, out.status, out.error);
-        results.push_back(std::move(out.result));
+        results += (results.size() > 1 ? "," : "") + out.hits;
       }
-      reply(gather->call, 200, {{"result", std::move(results)}});
+      reply_result_text(gather->call, results + "]");
     };
   }
   gather->call = std::move(call);

@@ -1,6 +1,7 @@
 #include "collection.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -67,7 +68,7 @@ void Collection::start_batcher() {
   hooks.run = [this](std::vector<Queued<SearchJob>>& batch) { run_batch(batch); };
   hooks.expire = [this](Queued<SearchJob>& q) {
     metrics_.rejected("deadline");
-    q.job.done({504, "the request's deadline passed while it waited in the queue; it was not run", nullptr});
+    q.job.done({504, "the request's deadline passed while it waited in the queue; it was not run", {}});
   };
   hooks.depth = [&depth](int64_t n) { depth.Set(static_cast<double>(n)); };
   batcher_ = std::make_unique<Batcher<SearchJob>>(settings_.limits, std::move(hooks));
@@ -299,23 +300,29 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
       const IndexSearchResult r = index_->search(settings_.ctx, Q.view(), k, params);
       for (int64_t row = 0; row < m; ++row) {
         SearchJob& job = batch[members[row]].job;
-        nlohmann::json hits = nlohmann::json::array();
         const int64_t* ids = r.ids.view().row(row);
         const float* values = r.values.view().row(row);
+        std::string hits = "[";
         for (int64_t c = job.query.offset; c < job.query.offset + job.query.limit && ids[c] >= 0; ++c) {
-          nlohmann::json hit = {{"id", ids[c]}, {"score", values[c]}};
+          char number[64];
+          hits += c == job.query.offset ? "{\"id\":" : ",{\"id\":";
+          hits.append(number, std::to_chars(number, number + sizeof number, ids[c]).ptr);
+          hits += ",\"score\":";
+          hits.append(number, std::to_chars(number, number + sizeof number, values[c]).ptr);
           if (job.query.with_payload) {
             auto it = payloads_.find(ids[c]);
-            hit["payload"] = it == payloads_.end() ? nlohmann::json::object() : it->second;
+            hits += ",\"payload\":";
+            hits += it == payloads_.end() ? "{}" : it->second.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
           }
-          hits.push_back(std::move(hit));
+          hits += '}';
         }
+        hits += ']';
         job.done({200, {}, std::move(hits)});
       }
     } catch (const std::exception& e) {
       const auto* se = dynamic_cast<const Error*>(&e);
       const unsigned status = se && se->code() == ErrorCode::invalid_argument ? 400 : 500;
-      for (size_t i : members) batch[i].job.done({status, std::string("search failed: ") + e.what(), nullptr});
+      for (size_t i : members) batch[i].job.done({status, std::string("search failed: ") + e.what(), {}});
     }
   }
 }
