@@ -15,7 +15,8 @@ nlohmann::json parse_object(const std::string& body, bool empty_is_object) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and also out_of_range: a number such as 1e400 overflows a double while parsing.
     bad_request(std::string("malformed JSON body: ") + e.what());
   }
   if (!j.is_object()) bad_request(std::string("the body must be a JSON object, not ") + j.type_name());

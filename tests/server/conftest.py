@@ -350,9 +350,15 @@ def raw_exchange(port: int, data: bytes, timeout: float = 10.0, shut_write: bool
     it or `timeout` passes (a bounded read)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
-        s.sendall(data)
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):  # refused before all of it was sent
+            pass
         if shut_write:
-            s.shutdown(socket.SHUT_WR)
+            try:
+                s.shutdown(socket.SHUT_WR)
+            except OSError:  # the server already closed it
+                pass
         chunks = []
         end = time.monotonic() + timeout
         while time.monotonic() < end:
