@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -308,7 +309,12 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
           hits += c == job.query.offset ? "{\"id\":" : ",{\"id\":";
           hits.append(number, std::to_chars(number, number + sizeof number, ids[c]).ptr);
           hits += ",\"score\":";
-          hits.append(number, std::to_chars(number, number + sizeof number, values[c]).ptr);
+          // A metric can overflow float32 on finite vectors (Dot of two 3e38 vectors): JSON has no
+          // inf or nan, so such a score is null, as the JSON tree wrote it, not an invalid body.
+          if (std::isfinite(values[c]))
+            hits.append(number, std::to_chars(number, number + sizeof number, values[c]).ptr);
+          else
+            hits += "null";
           if (job.query.with_payload) {
             auto it = payloads_.find(ids[c]);
             hits += ",\"payload\":";
