@@ -3,17 +3,19 @@
 # run compute-sanitizer (memcheck, racecheck) over them, then the benchmarks and the PyTorch
 # peer script, and leave logs plus a short table under $OUT.
 #
-#   bash scripts/device-check.sh [all|tests|sanitize|bench|regression|wordnet]   (default: all)
+#   bash scripts/device-check.sh [all|tests|sanitize|bench|regression|wordnet|serve]   (default: all)
 #
 # tests: the gpu tests, the digits run and compute-sanitizer; wordnet: `simkit kmeans` on the
-# WordNet embeddings (re-embedded from a carried .wn bundle when the data is not there); sanitize: compute-sanitizer only
+# WordNet embeddings (re-embedded from a carried .wn bundle when the data is not there); serve:
+# WordNet loaded into `simkit serve` on the GPU, then bench/server/serve_throughput.py (SERVE_*
+# variables below the build); sanitize: compute-sanitizer only
 # (a second call when the first ran out of time); regression: BASE_SRC (another source tree,
 # e.g. `git archive OLD | tar -x -C .wt/base-src`, carried) is built beside this one and
 # `bench pairwise` / `bench knn` of both run alternately (scripts/bench-regression.sh,
 # REGRESSION_ROUNDS rounds, default 3), after whatever else the mode runs, whenever BASE_SRC
 # is set (`regression` alone runs nothing else).
 #
-# Environment: SANITIZER=0 skips compute-sanitizer; SANITIZER_TESTS (names of test executables,
+# Environment: SIMKIT_DEVICE_TARGETS limits the build to those targets (e.g. simkit_cli); SANITIZER=0 skips compute-sanitizer; SANITIZER_TESTS (names of test executables,
 # default all that hold gpu tests: the ones whose kernels changed), SANITIZER_EXCLUDE (gtest
 # patterns, ':'-separated, left out of every run: the largest cases) and SANITIZER_TIMEOUT
 # (seconds per run) bound it; BENCH_SUITES picks the suites, GAUSS_CASES
@@ -60,7 +62,9 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSIMKIT_CUDA=O
 log "build"
 # -k 0: a target that fails to build does not stop the others (the tests still run).
 status=0
-cmake --build "$build" -j "$(nproc)" -- -k 0 >>"$OUT/build.log" 2>&1 || {
+targets=()
+if [ -n "${SIMKIT_DEVICE_TARGETS:-}" ]; then read -ra targets <<<"--target $SIMKIT_DEVICE_TARGETS"; fi
+cmake --build "$build" -j "$(nproc)" "${targets[@]}" -- -k 0 >>"$OUT/build.log" 2>&1 || {
   status=1
   log "build FAILED (continuing with what was built)"
   grep -B2 -A8 -m5 "error" "$OUT/build.log"
@@ -124,7 +128,7 @@ fi
 # carried model and glosses (.wn, scripts/embed-wordnet.py) when they came along.
 wordnet_npy=${WORDNET_NPY:-$root/../shared/data/wordnet/base_minilm_f16.npy}
 KMEANS_CASES=${KMEANS_CASES:-synthetic}
-if [ -d "$root/.wn" ] && [ ! -f "$wordnet_npy" ] && { [ "$what" = all ] || [ "$what" = bench ] || [ "$what" = wordnet ]; }; then
+if [ -d "$root/.wn" ] && [ ! -f "$wordnet_npy" ] && { [ "$what" = all ] || [ "$what" = bench ] || [ "$what" = wordnet ] || [ "$what" = serve ]; }; then
   log "re-embedding the WordNet glosses (scripts/embed-wordnet.py)"
   wordnet_npy=/tmp/wordnet_minilm_f16.npy
   PYTHONUNBUFFERED=1 python3 "$root/scripts/embed-wordnet.py" --bundle "$root/.wn" --out "$wordnet_npy" 2>&1 |
@@ -200,6 +204,29 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   python3 "$root/bench/compare.py" --out "$OUT/table.md" \
     --device-name "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
     ${SIMKIT_COMMIT:+--commit "$SIMKIT_COMMIT"} "$OUT/simkit.csv" "$OUT/torch.csv" && cat "$OUT/table.md"
+fi
+if [ "$what" = serve ] && [ -f "$wordnet_npy" ]; then
+  # `simkit serve` on the GPU: WordNet loaded through the REST API, then saturation throughput
+  # and latency at half of it, batched and not (bench/server/serve_throughput.py).
+  cli="$build/apps/cli/simkit"
+  data=${SERVE_DATA:-$root/build-device/serve-data}
+  queries=$root/../shared/data/wordnet/queries_minilm_f16.npy
+  if [ ! -d "$data/collections/wordnet" ]; then
+    log "loading the WordNet embeddings into a server (bench/server/load_npy.py)"
+    "$cli" serve --data-dir "$data" --port 0 --device gpu >/tmp/load-serve.out 2>>"$OUT/serve.log" &
+    spid=$!
+    for _ in $(seq 100); do grep -q listening /tmp/load-serve.out && break; sleep 0.1; done
+    url=$(grep -o 'http://[^ ]*' /tmp/load-serve.out)
+    /usr/bin/time -f "  load wall %e s" python3 "$root/bench/server/load_npy.py" --url "$url" --collection wordnet \
+      --vectors "$wordnet_npy" --batch 5000 2>&1 | grep -v '\r' | tail -2 | tee -a "$OUT/summary.txt"
+    kill -TERM $spid; wait $spid; log "  loading server exited $?"
+  fi
+  log "serve_throughput: WordNet flat cosine, GPU, batched vs --max-batch 1"
+  python3 "$root/bench/server/serve_throughput.py" --simkit "$cli" --data-dir "$data" --collection wordnet \
+    --queries "$queries" --device gpu --label "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
+    --config "batched=${SERVE_BATCHED_ARGS:---max-batch 64}" --config "unbatched=--max-batch 1" \
+    --overload "batched=${SERVE_OVERLOAD:-40000}" --overload "unbatched=${SERVE_OVERLOAD_1:-4000}" \
+    --duration "${SERVE_DURATION:-15}" --out "$OUT/serve-gpu.md" 2>&1 | tee -a "$OUT/summary.txt" || status=1
 fi
 if [ -n "${base_pid:-}" ]; then
   if wait "$base_pid"; then

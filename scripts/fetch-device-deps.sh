@@ -9,12 +9,14 @@ rm -rf .deps && mkdir -p .deps/debs
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
 # The server's libraries (apps/server/): SQLite, prometheus-cpp's core, nlohmann-json, and of
 # Boost (about 180 MB of headers) only the ones the server and loadgen include, as g++ lists them.
+# (pull and push are unused, but prometheus-cpp's CMake package checks that their files exist.)
 mkdir -p .deps/server-debs .deps/server
 (cd .deps/server-debs && apt-get download libboost1.81-dev libsqlite3-dev libsqlite3-0 libprometheus-cpp-core1.0 \
+  libprometheus-cpp-pull1.0 libprometheus-cpp-push1.0 \
   prometheus-cpp-dev nlohmann-json3-dev)
 for f in .deps/server-debs/*.deb; do dpkg -x "$f" .deps/server; done
 srv=.deps/server/usr
-for f in $(g++ -std=c++20 -MM -I"$srv/include" -Iinclude -Iapps/server -I/usr/include apps/server/*.cpp apps/cli/loadgen_*.cpp \
+for f in $(g++ -std=c++20 -MM -DBOOST_ASIO_NO_DEPRECATED -DBOOST_BEAST_USE_STD_STRING_VIEW -I"$srv/include" -Iinclude -Iapps/server -I/usr/include apps/server/*.cpp apps/cli/loadgen_*.cpp \
              2>/dev/null | tr ' \\' '\n\n' | grep -o "$srv/include/boost/.*"); do
   install -D -m 644 "$f" ".deps/root/usr/${f#$srv/}"
 done
@@ -25,6 +27,8 @@ rm -rf .deps/server-debs .deps/server
 rm -rf .deps/debs .deps/root/usr/share/doc .deps/root/usr/src
 find .deps/root -path '*openblas*' \( -name '*.a' -o -name 'liblapack*' \) -delete
 # The tests' real data: ../shared does not travel to the device machine, so a copy does.
-# (digits only: the tests read nothing else, and wordnet alone exceeds the carry.)
-mkdir -p .deps/shared/data && cp -r ../shared/data/digits ../shared/data/README.md .deps/shared/data/
+# (digits, and of wordnet the queries only: its base alone exceeds the carry.)
+mkdir -p .deps/shared/data/wordnet && cp -r ../shared/data/digits ../shared/data/README.md .deps/shared/data/
+# The WordNet queries (7.7 MB) drive `simkit loadgen` against the server (device-check.sh serve).
+cp ../shared/data/wordnet/queries_minilm_f16.npy .deps/shared/data/wordnet/
 du -sh .deps

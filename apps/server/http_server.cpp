@@ -44,11 +44,12 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  /// On drain: an idle connection closes now, a busy one after its response.
+  /// On drain: an idle connection closes now, a busy one after its response. A request whose
+  /// headers were read is in flight too: its body is read and it is answered, then the close.
   void close_if_idle() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
       self->closing_ = true;
-      if (!self->busy_) self->close();
+      if (!self->busy_ && !self->in_request_) self->close();
     });
   }
 
@@ -64,6 +65,10 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void on_header(beast::error_code ec) {
     if (ec) return fail_read(ec);
+    // The drain may have closed the socket after this read completed but before this handler
+    // ran: the request cannot be answered, so it must not run (a write would be applied unanswered).
+    if (!stream_.socket().is_open()) return;
+    in_request_ = true;
     received_ = std::chrono::steady_clock::now();
     // Refuse an oversized body from its Content-Length, before reading any of it.
     if (const auto length = parser_->content_length(); length && *length > server_.limits_.max_body_bytes)
@@ -76,7 +81,9 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_body(beast::error_code ec) {
+    in_request_ = false;
     if (ec) return fail_read(ec);
+    if (!stream_.socket().is_open()) return;  // closed meanwhile (see on_header): never run it
     busy_ = true;
     stream_.expires_never();
     http::request<http::string_body> req = parser_->release();
@@ -154,6 +161,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = false;
   bool busy_ = false;
   bool closing_ = false;
+  bool in_request_ = false;  // between a request's headers and its body's end
 };
 
 HttpServer::HttpServer(asio::io_context& io, const tcp::endpoint& at, HttpLimits limits, Handler handler)
@@ -176,6 +184,9 @@ void HttpServer::accept() {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
       return accept();  // e.g. out of file descriptors for a moment: keep serving the others
     }
+    // Responses are small and latency matters: no Nagle delay waiting for the client's ACK.
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
     auto session = std::make_shared<Session>(std::move(socket), *this);
     bool reject;
     {

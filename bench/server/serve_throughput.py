@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Saturation throughput and latency at half of it, for `simkit serve` configurations.
+
+    python3 bench/server/serve_throughput.py --simkit build/apps/cli/simkit --data-dir DIR \
+        --collection wordnet --queries ../shared/data/wordnet/queries_minilm_f16.npy \
+        --config "batched=--max-batch 64" --config "unbatched=--max-batch 1" \
+        --overload batched=1500 --overload unbatched=150 --device cpu --out results.md
+
+For each configuration a server is started on DATA-DIR (a collection already loaded, e.g. with
+load_npy.py), then:
+  1. saturation: `simkit loadgen` offers more than the server can answer (--overload, constant
+     arrivals); the throughput is what the SERVER completed per second, read from its own
+     /metrics (searches run, simkit_batch_size_sum) at two moments inside the run, so neither a
+     growing queue nor answers arriving after the schedule inflate it;
+  2. half load: loadgen at half that throughput (constant, open loop), whose latencies run from
+     each request's scheduled time: p50, p99, p99.9.
+The server is stopped with SIGTERM and must exit 0. Results go to a Markdown table and a CSV.
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+
+def metric(url, name):
+    text = urllib.request.urlopen(url + "/metrics", timeout=30).read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def start_server(simkit, data_dir, device, extra):
+    cmd = [simkit, "serve", "--data-dir", data_dir, "--port", "0", "--device", device] + shlex.split(extra)
+    err = tempfile.NamedTemporaryFile(prefix="serve-", suffix=".log", delete=False)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+    line = proc.stdout.readline()
+    m = re.search(r"listening on (http://\S+)", line)
+    if not m:
+        proc.kill()
+        sys.exit(f"serve_throughput: the server did not start: {line!r}; log {err.name}")
+    return proc, m.group(1), err.name
+
+
+def stop_server(proc):
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(timeout=120)
+    if rc != 0:
+        sys.exit(f"serve_throughput: the server exited {rc} after SIGTERM")
+
+
+def loadgen(args, url, rate, duration, warmup, out_json, connections):
+    cmd = [args.simkit, "loadgen", "--url", url, "--collection", args.collection, "--queries", args.queries,
+           "--limit", str(args.limit), "--pattern", "constant", "--rate", f"{rate:.3f}", "--duration", str(duration),
+           "--warmup", str(warmup), "--connections", str(connections), "--drain", "15", "--json", out_json]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--simkit", required=True)
+    ap.add_argument("--data-dir", required=True)
+    ap.add_argument("--collection", required=True)
+    ap.add_argument("--queries", required=True)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--config", action="append", required=True, help="NAME=server arguments")
+    ap.add_argument("--overload", action="append", default=[], help="NAME=offered req/s for saturation")
+    ap.add_argument("--duration", type=float, default=20, help="seconds of each load run")
+    ap.add_argument("--connections", type=int, default=1024)
+    ap.add_argument("--limit", type=int, default=10)
+    ap.add_argument("--label", default="", help="machine label for the table")
+    ap.add_argument("--out", required=True, help="Markdown table; a .csv is written beside it")
+    args = ap.parse_args()
+
+    overload = dict(o.split("=", 1) for o in args.overload)
+    rows = []
+    for spec in args.config:
+        name, extra = spec.split("=", 1)
+        rate = float(overload.get(name, 2000))
+        proc, url, log = start_server(args.simkit, args.data_dir, args.device, extra)
+        try:
+            # 1. Saturation, measured by the server's own count of searches run.
+            warmup = 3.0
+            with tempfile.TemporaryDirectory() as tmp:
+                lg = loadgen(args, url, rate, args.duration, warmup, os.path.join(tmp, "sat.json"), args.connections)
+                time.sleep(warmup + 2)
+                t0, n0 = time.monotonic(), metric(url, "simkit_batch_size_sum")
+                b0 = metric(url, "simkit_batch_size_count")
+                time.sleep(max(1.0, args.duration - 4))
+                t1, n1 = time.monotonic(), metric(url, "simkit_batch_size_sum")
+                b1 = metric(url, "simkit_batch_size_count")
+                out, _ = lg.communicate(timeout=args.duration + 120)
+                sat = json.load(open(os.path.join(tmp, "sat.json")))
+                throughput = (n1 - n0) / (t1 - t0)
+                mean_batch = (n1 - n0) / max(1.0, b1 - b0)
+                print(f"[{name}] offered {rate:.0f}/s: server ran {throughput:.0f} searches/s "
+                      f"(mean batch {mean_batch:.1f}); loadgen: {sat['status_200']} x 200, "
+                      f"{sat['status_503']} x 503, {sat['status_504']} x 504, {sat['dropped']} dropped", flush=True)
+                # 2. Half of saturation, open loop.
+                time.sleep(2)  # let the queue empty
+                half = throughput / 2
+                lg = loadgen(args, url, half, args.duration, 3.0, os.path.join(tmp, "half.json"), args.connections)
+                out, _ = lg.communicate(timeout=args.duration + 120)
+                h = json.load(open(os.path.join(tmp, "half.json")))
+                lat = h["latency_ms"]
+                print(f"[{name}] half load {half:.0f}/s: achieved {h['achieved_rate']:.0f}/s, "
+                      f"p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms, p99.9 {lat['p99_9']:.2f} ms, "
+                      f"errors 503 {h['status_503']} 504 {h['status_504']} dropped {h['dropped']}", flush=True)
+        finally:
+            stop_server(proc)
+        rows.append({"machine": args.label, "device": args.device, "config": name, "server_args": extra.strip(),
+                     "offered_overload": rate, "saturation_rps": round(throughput, 1),
+                     "mean_batch": round(mean_batch, 2), "half_rate": round(half, 1),
+                     "half_achieved": round(h["achieved_rate"], 1), "p50_ms": round(lat["p50"], 3),
+                     "p99_ms": round(lat["p99"], 3), "p999_ms": round(lat["p99_9"], 3),
+                     "half_503": h["status_503"], "half_504": h["status_504"], "half_dropped": h["dropped"]})
+
+    csv_path = os.path.splitext(args.out)[0] + ".csv"
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(args.out, "w") as f:
+        f.write("| machine | device | config | server args | saturation (req/s) | mean batch | "
+                "half load (req/s) | p50 (ms) | p99 (ms) | p99.9 (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['machine']} | {r['device']} | {r['config']} | `{r['server_args']}` | "
+                    f"{r['saturation_rps']:,.0f} | {r['mean_batch']} | {r['half_achieved']:,.0f} | {r['p50_ms']} | "
+                    f"{r['p99_ms']} | {r['p999_ms']} |\n")
+        if len(rows) >= 2:
+            f.write(f"\nSaturation ratio {rows[0]['config']} / {rows[1]['config']}: "
+                    f"{rows[0]['saturation_rps'] / rows[1]['saturation_rps']:.1f}x\n")
+    print(open(args.out).read())
+
+
+if __name__ == "__main__":
+    main()
