@@ -405,6 +405,8 @@ def test_acknowledged_writes_are_visible_at_once(serve: Any, rng: np.random.Gene
                 if status != 200:
                     background_errors.append(f"{status} {body}")
                     return
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            background_errors.append(repr(e))
         finally:
             cc.close()
 
