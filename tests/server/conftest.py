@@ -12,6 +12,7 @@ SIMKIT_TEST_SEED=<seed> replays one. Only the standard library talks HTTP (http.
 
 from __future__ import annotations
 
+import ctypes
 import http.client
 import json
 import os
@@ -36,6 +37,19 @@ def cli_path() -> str:
     if not path or not os.access(path, os.X_OK):
         pytest.fail("SIMKIT_CLI must name the simkit binary (CTest sets it; e.g. SIMKIT_CLI=build/apps/cli/simkit)")
     return path
+
+
+try:
+    _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: no dlopen between fork and exec
+except (OSError, AttributeError):
+    _prctl = None
+
+
+def _die_with_parent() -> None:
+    # A server outlives nothing: if pytest itself is killed (a CTest timeout), so is the server.
+    # PR_SET_PDEATHSIG fires when the starting thread ends: servers are started from the main thread.
+    if _prctl is not None:
+        _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class Client:
@@ -92,6 +106,7 @@ class Client:
         status, _, b = self.request(method, path, body)
         assert status == expect, f"{method} {path}: {status} {b}"
         assert isinstance(b, dict) and b.get("status") == "ok", b
+        assert isinstance(b.get("time"), (int, float)) and b["time"] >= 0, b
         return b["result"]
 
     def get(self, path: str) -> tuple[int, dict[str, str], Any]:
@@ -131,7 +146,8 @@ class Server:
         if self.api_key is not None:
             cmd += ["--api-key", self.api_key]
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                         preexec_fn=_die_with_parent)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.stdout_path.read_text())
