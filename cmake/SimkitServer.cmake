@@ -9,6 +9,18 @@ if(SIMKIT_CLI AND NOT SIMKIT_SERVER STREQUAL "OFF")
   find_package(Boost 1.81 CONFIG QUIET)
   find_package(SQLite3 QUIET)
   find_package(prometheus-cpp CONFIG QUIET)
+  if(NOT prometheus-cpp_FOUND)
+    # Its CMake package also requires what the pull and push libraries link (civetweb, zlib,
+    # curl); the server needs only the core library, so look for that alone.
+    find_path(SIMKIT_PROMETHEUS_INCLUDE_DIR prometheus/registry.h)
+    find_library(SIMKIT_PROMETHEUS_CORE_LIBRARY prometheus-cpp-core)
+    if(SIMKIT_PROMETHEUS_INCLUDE_DIR AND SIMKIT_PROMETHEUS_CORE_LIBRARY)
+      add_library(prometheus-cpp::core UNKNOWN IMPORTED)
+      set_target_properties(prometheus-cpp::core PROPERTIES IMPORTED_LOCATION ${SIMKIT_PROMETHEUS_CORE_LIBRARY}
+                            INTERFACE_INCLUDE_DIRECTORIES ${SIMKIT_PROMETHEUS_INCLUDE_DIR})
+      set(prometheus-cpp_FOUND TRUE)
+    endif()
+  endif()
   find_package(nlohmann_json 3 CONFIG QUIET)
   find_package(Threads REQUIRED)
   if(Boost_FOUND AND SQLite3_FOUND AND prometheus-cpp_FOUND AND nlohmann_json_FOUND)

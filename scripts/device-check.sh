@@ -218,15 +218,15 @@ if [ "$what" = serve ] && [ -f "$wordnet_npy" ]; then
     for _ in $(seq 100); do grep -q listening /tmp/load-serve.out && break; sleep 0.1; done
     url=$(grep -o 'http://[^ ]*' /tmp/load-serve.out)
     /usr/bin/time -f "  load wall %e s" python3 "$root/bench/server/load_npy.py" --url "$url" --collection wordnet \
-      --vectors "$wordnet_npy" --batch 5000 2>&1 | grep -v '\r' | tail -2 | tee -a "$OUT/summary.txt"
+      --vectors "$wordnet_npy" --batch 1000 2>&1 | grep -v '\r' | tail -2 | tee -a "$OUT/summary.txt"
     kill -TERM $spid; wait $spid; log "  loading server exited $?"
   fi
   log "serve_throughput: WordNet flat cosine, GPU, batched vs --max-batch 1"
   python3 "$root/bench/server/serve_throughput.py" --simkit "$cli" --data-dir "$data" --collection wordnet \
     --queries "$queries" --device gpu --label "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
     --config "batched=${SERVE_BATCHED_ARGS:---max-batch 64}" --config "unbatched=--max-batch 1" \
-    --overload "batched=${SERVE_OVERLOAD:-40000}" --overload "unbatched=${SERVE_OVERLOAD_1:-4000}" \
-    --duration "${SERVE_DURATION:-15}" --out "$OUT/serve-gpu.md" 2>&1 | tee -a "$OUT/summary.txt" || status=1
+    --overload "batched=${SERVE_OVERLOAD:-40000}" --overload "unbatched=${SERVE_OVERLOAD_1:-12000}" \
+    --duration "${SERVE_DURATION:-15}" --loadgens "${SERVE_LOADGENS:-4}" --out "$OUT/serve-gpu.md" 2>&1 | tee -a "$OUT/summary.txt" || status=1
 fi
 if [ -n "${base_pid:-}" ]; then
   if wait "$base_pid"; then

@@ -9,10 +9,10 @@ rm -rf .deps && mkdir -p .deps/debs
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
 # The server's libraries (apps/server/): SQLite, prometheus-cpp's core, nlohmann-json, and of
 # Boost (about 180 MB of headers) only the ones the server and loadgen include, as g++ lists them.
-# (pull and push are unused, but prometheus-cpp's CMake package checks that their files exist.)
+# (prometheus-cpp's CMake package wants civetweb, zlib and curl for pull and push, which the
+# server does not use: cmake/SimkitServer.cmake then finds the core library by itself.)
 mkdir -p .deps/server-debs .deps/server
 (cd .deps/server-debs && apt-get download libboost1.81-dev libsqlite3-dev libsqlite3-0 libprometheus-cpp-core1.0 \
-  libprometheus-cpp-pull1.0 libprometheus-cpp-push1.0 \
   prometheus-cpp-dev nlohmann-json3-dev)
 for f in .deps/server-debs/*.deb; do dpkg -x "$f" .deps/server; done
 srv=.deps/server/usr
@@ -20,12 +20,12 @@ for f in $(g++ -std=c++20 -MM -DBOOST_ASIO_NO_DEPRECATED -DBOOST_BEAST_USE_STD_S
              2>/dev/null | tr ' \\' '\n\n' | grep -o "$srv/include/boost/.*"); do
   install -D -m 644 "$f" ".deps/root/usr/${f#$srv/}"
 done
-rm -rf "$srv/include/boost" "$srv/share/doc"
+rm -rf "$srv/include/boost" "$srv/share/doc" "$srv/lib/x86_64-linux-gnu/cmake/prometheus-cpp"
 cp -a "$srv/." .deps/root/usr/
 rm -rf .deps/server-debs .deps/server
 # Keep the carry under the tool's 64 MiB: no docs, no static or LAPACK libraries.
 rm -rf .deps/debs .deps/root/usr/share/doc .deps/root/usr/src
-find .deps/root -path '*openblas*' \( -name '*.a' -o -name 'liblapack*' \) -delete
+find .deps/root \( -path '*openblas*' -a \( -name '*.a' -o -name 'liblapack*' \) \) -o -name 'libsqlite3.a' | xargs rm -f
 # The tests' real data: ../shared does not travel to the device machine, so a copy does.
 # (digits, and of wordnet the queries only: its base alone exceeds the carry.)
 mkdir -p .deps/shared/data/wordnet && cp -r ../shared/data/digits ../shared/data/README.md .deps/shared/data/

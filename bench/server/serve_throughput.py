@@ -26,7 +26,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 
@@ -59,11 +58,46 @@ def stop_server(proc):
         sys.exit(f"serve_throughput: the server exited {rc} after SIGTERM")
 
 
-def loadgen(args, url, rate, duration, warmup, out_json, connections):
-    cmd = [args.simkit, "loadgen", "--url", url, "--collection", args.collection, "--queries", args.queries,
-           "--limit", str(args.limit), "--pattern", "constant", "--rate", f"{rate:.3f}", "--duration", str(duration),
-           "--warmup", str(warmup), "--connections", str(connections), "--drain", "15", "--json", out_json]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+class Load:
+    """`--loadgens` loadgen processes sharing the rate and the connections (one loadgen is one
+    thread); their per-request CSVs are merged, so percentiles stay exact."""
+
+    def __init__(self, args, url, rate, duration, warmup, tmp, tag):
+        self.warmup, self.duration, self.files = warmup, duration, []
+        self.procs = []
+        p = args.loadgens
+        for i in range(p):
+            base = os.path.join(tmp, f"{tag}-{i}")
+            self.files.append(base)
+            cmd = [args.simkit, "loadgen", "--url", url, "--collection", args.collection, "--queries", args.queries,
+                   "--limit", str(args.limit), "--pattern", "constant", "--rate", f"{rate / p:.3f}",
+                   "--duration", str(duration), "--warmup", str(warmup), "--connections",
+                   str(max(1, args.connections // p)), "--drain", "15", "--seed", str(i), "--json", base + ".json",
+                   "--csv", base + ".csv"]
+            self.procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+
+    def wait(self):
+        for proc in self.procs:
+            out, _ = proc.communicate(timeout=self.duration + self.warmup + 120)
+            if proc.returncode != 0:
+                sys.exit(f"serve_throughput: loadgen failed:\n{out}")
+        summary = {"status_200": 0, "status_503": 0, "status_504": 0, "dropped": 0, "send_lag_p99_ms": 0.0}
+        latencies = []
+        for base in self.files:
+            j = json.load(open(base + ".json"))
+            for key in ("status_200", "status_503", "status_504", "dropped"):
+                summary[key] += j[key]
+            summary["send_lag_p99_ms"] = max(summary["send_lag_p99_ms"], j["send_lag_ms"]["p99"] or 0.0)
+            with open(base + ".csv") as f:
+                for row in csv.DictReader(f):
+                    if row["status"] == "200" and float(row["scheduled_s"]) >= self.warmup:
+                        latencies.append(float(row["latency_ms"]))
+        latencies.sort()
+        pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")
+        summary["latency_ms"] = {"p50": pick(0.50), "p99": pick(0.99), "p99_9": pick(0.999),
+                                 "max": latencies[-1] if latencies else float("nan")}
+        summary["achieved_rate"] = len(latencies) / self.duration
+        return summary
 
 
 def main():
@@ -76,7 +110,8 @@ def main():
     ap.add_argument("--config", action="append", required=True, help="NAME=server arguments")
     ap.add_argument("--overload", action="append", default=[], help="NAME=offered req/s for saturation")
     ap.add_argument("--duration", type=float, default=20, help="seconds of each load run")
-    ap.add_argument("--connections", type=int, default=1024)
+    ap.add_argument("--connections", type=int, default=1024, help="in all, shared by the loadgens")
+    ap.add_argument("--loadgens", type=int, default=1, help="loadgen processes (one thread each)")
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--label", default="", help="machine label for the table")
     ap.add_argument("--out", required=True, help="Markdown table; a .csv is written beside it")
@@ -92,15 +127,14 @@ def main():
             # 1. Saturation, measured by the server's own count of searches run.
             warmup = 3.0
             with tempfile.TemporaryDirectory() as tmp:
-                lg = loadgen(args, url, rate, args.duration, warmup, os.path.join(tmp, "sat.json"), args.connections)
+                lg = Load(args, url, rate, args.duration, warmup, tmp, "sat")
                 time.sleep(warmup + 2)
                 t0, n0 = time.monotonic(), metric(url, "simkit_batch_size_sum")
                 b0 = metric(url, "simkit_batch_size_count")
                 time.sleep(max(1.0, args.duration - 4))
                 t1, n1 = time.monotonic(), metric(url, "simkit_batch_size_sum")
                 b1 = metric(url, "simkit_batch_size_count")
-                out, _ = lg.communicate(timeout=args.duration + 120)
-                sat = json.load(open(os.path.join(tmp, "sat.json")))
+                sat = lg.wait()
                 throughput = (n1 - n0) / (t1 - t0)
                 mean_batch = (n1 - n0) / max(1.0, b1 - b0)
                 print(f"[{name}] offered {rate:.0f}/s: server ran {throughput:.0f} searches/s "
@@ -109,13 +143,12 @@ def main():
                 # 2. Half of saturation, open loop.
                 time.sleep(2)  # let the queue empty
                 half = throughput / 2
-                lg = loadgen(args, url, half, args.duration, 3.0, os.path.join(tmp, "half.json"), args.connections)
-                out, _ = lg.communicate(timeout=args.duration + 120)
-                h = json.load(open(os.path.join(tmp, "half.json")))
+                h = Load(args, url, half, args.duration, 3.0, tmp, "half").wait()
                 lat = h["latency_ms"]
                 print(f"[{name}] half load {half:.0f}/s: achieved {h['achieved_rate']:.0f}/s, "
                       f"p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms, p99.9 {lat['p99_9']:.2f} ms, "
-                      f"errors 503 {h['status_503']} 504 {h['status_504']} dropped {h['dropped']}", flush=True)
+                      f"errors 503 {h['status_503']} 504 {h['status_504']} dropped {h['dropped']}, "
+                      f"loadgen send lag p99 {h['send_lag_p99_ms']:.2f} ms", flush=True)
         finally:
             stop_server(proc)
         rows.append({"machine": args.label, "device": args.device, "config": name, "server_args": extra.strip(),
@@ -123,7 +156,8 @@ def main():
                      "mean_batch": round(mean_batch, 2), "half_rate": round(half, 1),
                      "half_achieved": round(h["achieved_rate"], 1), "p50_ms": round(lat["p50"], 3),
                      "p99_ms": round(lat["p99"], 3), "p999_ms": round(lat["p99_9"], 3),
-                     "half_503": h["status_503"], "half_504": h["status_504"], "half_dropped": h["dropped"]})
+                     "half_503": h["status_503"], "half_504": h["status_504"], "half_dropped": h["dropped"],
+                     "half_send_lag_p99_ms": round(h["send_lag_p99_ms"], 3), "loadgens": args.loadgens})
 
     csv_path = os.path.splitext(args.out)[0] + ".csv"
     with open(csv_path, "w", newline="") as f:
