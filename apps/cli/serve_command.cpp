@@ -15,7 +15,7 @@ namespace simkit::cli {
 void add_serve_command(CLI::App& app) {
   struct Options {
     std::string data_dir, host = "127.0.0.1", api_key;
-    int port = 6333, io_threads = 0;
+    int port = 6333, io_threads = 0, batch_workers = 0;
     int64_t max_batch = 64, max_delay_us = 2000, max_queue = 4096, timeout_ms = 10000, max_connections = 4096;
     double max_body_mb = 32;
     RunOptions run;
@@ -43,6 +43,9 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--max-delay-us", o->max_delay_us, "Longest a search waits for its batch to fill, microseconds")
       ->check(CLI::Range(int64_t{0}, int64_t{10000000}))
       ->capture_default_str();
+  sub->add_option("--batch-workers", o->batch_workers,
+                  "Batches run at once per collection (0: 1 on the CPU, whose search uses every core; 4 on the GPU)")
+      ->check(CLI::Range(0, 64));
   sub->add_option("--max-queue", o->max_queue, "Searches (and writes) queued per collection before 503s")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}))
       ->capture_default_str();
@@ -79,6 +82,7 @@ void add_serve_command(CLI::App& app) {
     s.limits.max_batch = o->max_batch;
     s.limits.max_delay = std::chrono::microseconds(o->max_delay_us);
     s.limits.max_queue = o->max_queue;
+    s.limits.workers = o->batch_workers;
     s.timeout = std::chrono::milliseconds(o->timeout_ms);
     s.max_body_bytes = static_cast<size_t>(o->max_body_mb * 1024 * 1024);
     s.max_connections = o->max_connections;

@@ -5,10 +5,13 @@
 //
 // Its queue is bounded: submit() refuses at once when `max_queue` jobs wait, so a burst costs
 // a fast 503 rather than memory. A job whose deadline passes while it waits is answered
-// "expired" (504) and never run. One thread per batcher takes batches and hands each to `run`;
-// while a batch runs, the next one fills, so a busy batcher batches more.
+// "expired" (504) and never run. `workers` threads take batches and hand each to `run`; while
+// they run, the next batch fills, so a busy batcher batches more. More than one worker keeps
+// a GPU busy while another batch's results travel back (a search is a few kernel launches and
+// two copies: one call at a time leaves the device idle between them).
 
 #include <chrono>
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -26,6 +29,7 @@ struct BatcherLimits {
   int64_t max_batch = 64;
   std::chrono::microseconds max_delay{2000};
   int64_t max_queue = 4096;
+  int workers = 1;
 };
 
 /// What a batch runs on. A job is opaque to the batcher except for its times.
@@ -49,7 +53,7 @@ class Batcher {
   };
 
   Batcher(BatcherLimits limits, Hooks hooks) : limits_(limits), hooks_(std::move(hooks)) {
-    thread_ = std::thread([this] { loop(); });
+    for (int i = 0; i < std::max(1, limits_.workers); ++i) threads_.emplace_back([this] { loop(); });
   }
   ~Batcher() { stop(); }
   Batcher(const Batcher&) = delete;
@@ -80,8 +84,9 @@ class Batcher {
       std::lock_guard g(mutex_);
       stopping_ = true;
     }
-    ready_.notify_one();
-    if (thread_.joinable()) thread_.join();
+    ready_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
   }
 
  private:
@@ -104,6 +109,7 @@ class Batcher {
       }
       const int64_t depth = static_cast<int64_t>(queue_.size());
       lock.unlock();
+      if (depth > 0) ready_.notify_one();  // another worker may start on what is left
       if (hooks_.depth) hooks_.depth(depth);
       for (auto& e : expired) hooks_.expire(e);
       if (!batch.empty()) hooks_.run(batch);
@@ -117,7 +123,7 @@ class Batcher {
   std::condition_variable ready_;
   std::deque<Queued<Job>> queue_;
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace simkit::server

@@ -26,13 +26,15 @@ int run_server(const ServeOptions& o) {
   ctx.threads = o.threads;
   const Device device = resolve_device(ctx);
   ctx.device = device;  // decided once: every search and build of this process runs there
+  BatcherLimits batching = o.limits;
+  if (batching.workers <= 0) batching.workers = device == Device::gpu ? 4 : 1;
 
   Metrics metrics;
   ApiSettings settings;
   settings.data_dir = o.data_dir;
   settings.api_key = o.api_key;
   settings.collection.ctx = ctx;
-  settings.collection.limits = o.limits;
+  settings.collection.limits = batching;
   settings.timeout = o.timeout;
   settings.max_pending_writes = o.limits.max_queue;
   Api api(settings, metrics);
@@ -80,9 +82,11 @@ int run_server(const ServeOptions& o) {
 
   std::printf("listening on http://%s:%u\n", o.host.c_str(), static_cast<unsigned>(http->port()));
   std::fflush(stdout);
-  std::fprintf(stderr, "simkit serve: device %s, batches of up to %lld searches within %lld us, queue %lld\n",
-               to_string(device), static_cast<long long>(o.limits.max_batch),
-               static_cast<long long>(o.limits.max_delay.count()), static_cast<long long>(o.limits.max_queue));
+  std::fprintf(stderr,
+               "simkit serve: device %s, batches of up to %lld searches within %lld us, %d at once, queue %lld\n",
+               to_string(device), static_cast<long long>(batching.max_batch),
+               static_cast<long long>(batching.max_delay.count()), batching.workers,
+               static_cast<long long>(batching.max_queue));
 
   const int n = o.io_threads > 0 ? o.io_threads
                                  : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));

@@ -60,7 +60,7 @@ def main():
             sys.exit(f"load_npy: creating {args.collection}: {status} {body}")
     t0 = time.time()
     for start in range(0, n, args.batch):
-        rows = np.asarray(X[start:start + args.batch], dtype=np.float32)
+        rows = np.asarray(X[start:min(start + args.batch, n)], dtype=np.float32)
         points = []
         for i, row in enumerate(rows):
             p = {"id": start + i, "vector": row.tolist()}
@@ -71,8 +71,10 @@ def main():
         if status != 200:
             sys.exit(f"load_npy: upsert at row {start}: {status} {body}")
         done = min(start + args.batch, n)
-        print(f"\rload_npy: {done}/{n} points, {time.time() - t0:.1f} s", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+        if sys.stderr.isatty():
+            print(f"\rload_npy: {done}/{n} points, {time.time() - t0:.1f} s", end="", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     status, body = request(conn, "GET", base, None, args.api_key)
     print(f"load_npy: {args.collection} holds {body['result']['points_count']} points "
           f"({n} loaded in {time.time() - t0:.1f} s)")

@@ -131,14 +131,24 @@ def main():
                 time.sleep(warmup + 2)
                 t0, n0 = time.monotonic(), metric(url, "simkit_batch_size_sum")
                 b0 = metric(url, "simkit_batch_size_count")
+                w0 = metric(url, "simkit_batch_queue_wait_seconds_sum")
+                route = 'simkit_http_request_duration_seconds_sum{route="POST /collections/{name}/points/search"}'
+                d0 = metric(url, route)
                 time.sleep(max(1.0, args.duration - 4))
                 t1, n1 = time.monotonic(), metric(url, "simkit_batch_size_sum")
                 b1 = metric(url, "simkit_batch_size_count")
+                w1 = metric(url, "simkit_batch_queue_wait_seconds_sum")
+                d1 = metric(url, route)
                 sat = lg.wait()
                 throughput = (n1 - n0) / (t1 - t0)
                 mean_batch = (n1 - n0) / max(1.0, b1 - b0)
+                # Where a search spends its time inside the server: waiting for its batch, and in all
+                # (headers read to response queued), averaged over the window.
+                in_queue_ms = 1000 * (w1 - w0) / max(1.0, n1 - n0)
+                in_server_ms = 1000 * (d1 - d0) / max(1.0, n1 - n0)
                 print(f"[{name}] offered {rate:.0f}/s: server ran {throughput:.0f} searches/s "
-                      f"(mean batch {mean_batch:.1f}); loadgen: {sat['status_200']} x 200, "
+                      f"(mean batch {mean_batch:.1f}, mean {in_queue_ms:.2f} ms queued, {in_server_ms:.2f} ms in the "
+                      f"server); loadgen: {sat['status_200']} x 200, "
                       f"{sat['status_503']} x 503, {sat['status_504']} x 504, {sat['dropped']} dropped", flush=True)
                 # 2. Half of saturation, open loop.
                 time.sleep(2)  # let the queue empty
@@ -153,7 +163,8 @@ def main():
             stop_server(proc)
         rows.append({"machine": args.label, "device": args.device, "config": name, "server_args": extra.strip(),
                      "offered_overload": rate, "saturation_rps": round(throughput, 1),
-                     "mean_batch": round(mean_batch, 2), "half_rate": round(half, 1),
+                     "mean_batch": round(mean_batch, 2), "sat_queue_ms": round(in_queue_ms, 3),
+                     "sat_server_ms": round(in_server_ms, 3), "half_rate": round(half, 1),
                      "half_achieved": round(h["achieved_rate"], 1), "p50_ms": round(lat["p50"], 3),
                      "p99_ms": round(lat["p99"], 3), "p999_ms": round(lat["p99_9"], 3),
                      "half_503": h["status_503"], "half_504": h["status_504"], "half_dropped": h["dropped"],
