@@ -121,7 +121,7 @@ def main():
     rows = []
     for spec in args.config:
         name, extra = spec.split("=", 1)
-        rate = float(overload.get(name, 2000))
+        rate = float(overload.get(name, max(map(float, overload.values())) if overload else 2000))
         proc, url, log = start_server(args.simkit, args.data_dir, args.device, extra)
         try:
             # 1. Saturation, measured by the server's own count of searches run.
