@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import shutil
 import socket
+import sqlite3
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import Client, create_collection, raw_exchange, scroll_all, upsert
+from conftest import Client, create_collection, metric, raw_exchange, scroll_all, upsert
 
 D = 4
 GOOD = [0.5, -1.0, 2.0, 0.25]
@@ -339,8 +339,6 @@ def test_recover_refuses_paths_and_foreign_files(fx: Fixture) -> None:
         "damaged.snapshot": real[:4096] + bytes(len(real) - 4096),
     }
     # A valid SQLite database without the collection's tables.
-    import sqlite3
-
     con = sqlite3.connect(folder / "plain-sqlite.snapshot")
     con.execute("CREATE TABLE t(x)")
     con.commit()
@@ -444,8 +442,6 @@ def test_api_key(serve: Any, rng: np.random.Generator) -> None:
     assert status == 200, body
     assert len(scroll_all(fx.c, "e")) == 21
     m = s.metrics()
-    from conftest import metric
-
     assert metric(m, "simkit_http_requests_total", route="unauthorized", code="401") == refusals
     print(f"{refusals} unauthenticated requests refused, nothing written")
 
