@@ -181,9 +181,10 @@ def knn_cli(cli: str, tmp: pathlib.Path, X: np.ndarray, Q: np.ndarray, k: int, d
     return np.load(tmp / "ids.npy")
 
 
-@pytest.mark.parametrize("distance", DISTANCES)
+@pytest.mark.parametrize("distance,workers", [(d, 1) for d in DISTANCES] + [("Dot", 3)],
+                         ids=[d for d in DISTANCES] + ["Dot-3-batch-workers"])
 def test_search_equals_exact_knn(serve: Any, rng: np.random.Generator, cli: str, tmp_path: pathlib.Path,
-                                 distance: str) -> None:
+                                 distance: str, workers: int) -> None:
     n, d, m, k = 1037, 37, 29, 13
     X = rng.standard_normal((n, d)).astype(np.float32)
     if distance == "Dot":
@@ -191,7 +192,7 @@ def test_search_equals_exact_knn(serve: Any, rng: np.random.Generator, cli: str,
     Q = rng.standard_normal((m, d)).astype(np.float32)
     ids = random_ids(rng, n)
     payloads = [{"row": i} for i in range(n)]
-    s = serve()
+    s = serve("--batch-workers", str(workers))
     c = s.client()
     create_collection(c, "exact", d, distance)
     upsert(c, "exact", ids, X, payloads, chunk=400)
@@ -396,9 +397,10 @@ def test_filters_equal_brute_force(serve: Any, rng: np.random.Generator) -> None
 # ---------------------------------------------------------------- linearizability
 
 
-def test_acknowledged_writes_are_visible_at_once(serve: Any, rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_acknowledged_writes_are_visible_at_once(serve: Any, rng: np.random.Generator, workers: int) -> None:
     d = 16
-    s = serve()
+    s = serve("--batch-workers", str(workers))
     writer, reader = s.client(), s.client()
     create_collection(writer, "lin", d, "Euclid")
     upsert(writer, "lin", range(1000, 1300), rng.standard_normal((300, d)).astype(np.float32))
