@@ -10,6 +10,7 @@
 #include "api.hpp"
 #include "api_error.hpp"
 #include "request_json.hpp"
+#include "search_body.hpp"
 
 namespace simkit::server {
 
@@ -173,10 +174,10 @@ void Api::scroll_points(Call& call) {
 
 void Api::search_one(Call& call) {
   auto collection = find(call.params[0]);
-  const nlohmann::json body = parse_object(call.request.body);
   const Clock::time_point deadline = deadline_of(call, settings_.timeout);
   std::vector<Queued<SearchJob>> jobs(1);
-  jobs[0].job.query = parse_search(body, collection->dim(), "body");
+  if (!parse_simple_search(call.request.body, collection->dim(), kMaxLimit, jobs[0].job.query))
+    jobs[0].job.query = parse_search(parse_object(call.request.body), collection->dim(), "body");
   jobs[0].enqueued = Clock::now();
   jobs[0].deadline = deadline;
   auto shared = std::make_shared<Call>(std::move(call));

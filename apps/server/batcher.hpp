@@ -6,9 +6,8 @@
 // Its queue is bounded: submit() refuses at once when `max_queue` jobs wait, so a burst costs
 // a fast 503 rather than memory. A job whose deadline passes while it waits is answered
 // "expired" (504) and never run. `workers` threads take batches and hand each to `run`; while
-// they run, the next batch fills, so a busy batcher batches more. More than one worker keeps
-// a GPU busy while another batch's results travel back (a search is a few kernel launches and
-// two copies: one call at a time leaves the device idle between them).
+// they run, the next batch fills, so a busy batcher batches more. One worker is the default:
+// more keep a GPU busy between calls but split the queue into smaller batches (serve --help).
 
 #include <chrono>
 #include <algorithm>

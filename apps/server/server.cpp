@@ -27,7 +27,7 @@ int run_server(const ServeOptions& o) {
   const Device device = resolve_device(ctx);
   ctx.device = device;  // decided once: every search and build of this process runs there
   BatcherLimits batching = o.limits;
-  if (batching.workers <= 0) batching.workers = device == Device::gpu ? 4 : 1;
+  if (batching.workers <= 0) batching.workers = 1;
 
   Metrics metrics;
   ApiSettings settings;

@@ -1,0 +1,137 @@
+#include "search_body.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace simkit::server {
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string_view s) : p_(s.data()), end_(s.data() + s.size()) {}
+  void skip_space() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  }
+  bool take(char c) {
+    skip_space();
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+  bool at_end() {
+    skip_space();
+    return p_ == end_;
+  }
+  /// A key without escapes.
+  bool key(std::string_view& out) {
+    if (!take('"')) return false;
+    const char* start = p_;
+    while (p_ < end_ && *p_ != '"') {
+      if (*p_ == '\\' || static_cast<unsigned char>(*p_) < 0x20) return false;
+      ++p_;
+    }
+    if (p_ == end_) return false;
+    out = std::string_view(start, static_cast<size_t>(p_ - start));
+    ++p_;
+    return true;
+  }
+  /// A number in JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+  bool number(double& out, bool integer_only) {
+    skip_space();
+    const char* q = p_;
+    if (q < end_ && *q == '-') ++q;
+    if (q == end_ || *q < '0' || *q > '9') return false;
+    if (*q == '0') {
+      ++q;
+    } else {
+      while (q < end_ && *q >= '0' && *q <= '9') ++q;
+    }
+    bool plain = true;
+    if (q < end_ && *q == '.') {
+      plain = false;
+      ++q;
+      if (q == end_ || *q < '0' || *q > '9') return false;
+      while (q < end_ && *q >= '0' && *q <= '9') ++q;
+    }
+    if (q < end_ && (*q == 'e' || *q == 'E')) {
+      plain = false;
+      ++q;
+      if (q < end_ && (*q == '+' || *q == '-')) ++q;
+      if (q == end_ || *q < '0' || *q > '9') return false;
+      while (q < end_ && *q >= '0' && *q <= '9') ++q;
+    }
+    if (integer_only && !plain) return false;
+    const auto r = std::from_chars(p_, q, out);
+    if (r.ec != std::errc() || r.ptr != q) return false;  // out of double's range: the general path says so
+    p_ = q;
+    return true;
+  }
+  bool literal(bool& out) {
+    skip_space();
+    if (end_ - p_ >= 4 && std::string_view(p_, 4) == "true") {
+      out = true;
+      p_ += 4;
+      return true;
+    }
+    if (end_ - p_ >= 5 && std::string_view(p_, 5) == "false") {
+      out = false;
+      p_ += 5;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+}  // namespace
+
+bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, SearchQuery& query) {
+  Reader r(body);
+  if (!r.take('{')) return false;
+  bool seen_vector = false, seen_limit = false, seen_offset = false, seen_payload = false, seen_with_vector = false;
+  query = SearchQuery{};
+  query.vector.reserve(static_cast<size_t>(dim));
+  if (r.take('}')) return false;  // no vector: the general path names what is missing
+  for (;;) {
+    std::string_view key;
+    if (!r.key(key) || !r.take(':')) return false;
+    double v = 0;
+    if (key == "vector" && !seen_vector) {
+      seen_vector = true;
+      if (!r.take('[')) return false;
+      if (!r.take(']')) {
+        do {
+          if (!r.number(v, false)) return false;
+          const float f = static_cast<float>(v);
+          if (!std::isfinite(f) || static_cast<int64_t>(query.vector.size()) == dim) return false;
+          query.vector.push_back(f);
+        } while (r.take(','));
+        if (!r.take(']')) return false;
+      }
+      if (static_cast<int64_t>(query.vector.size()) != dim) return false;
+    } else if ((key == "limit" && !seen_limit) || (key == "offset" && !seen_offset)) {
+      (key == "limit" ? seen_limit : seen_offset) = true;
+      if (!r.number(v, true) || v < (key == "limit" ? 1 : 0) || v > static_cast<double>(max_limit)) return false;
+      (key == "limit" ? query.limit : query.offset) = static_cast<int64_t>(v);
+    } else if (key == "with_payload" && !seen_payload) {
+      seen_payload = true;
+      if (!r.literal(query.with_payload)) return false;
+    } else if (key == "with_vector" && !seen_with_vector) {
+      seen_with_vector = true;
+      bool with_vector = false;
+      if (!r.literal(with_vector) || with_vector) return false;
+    } else {
+      return false;  // filter, an unknown field, a repeated key
+    }
+    if (r.take(',')) continue;
+    if (!r.take('}')) return false;
+    break;
+  }
+  return seen_vector && r.at_end();
+}
+
+}  // namespace simkit::server
