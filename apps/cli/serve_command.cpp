@@ -28,7 +28,8 @@ void add_serve_command(CLI::App& app) {
       "/metrics, API-key auth and load shedding (503 when the queue is full, 504 past a request's deadline).");
   sub->add_option("--data-dir", o->data_dir, "Folder holding the collections and snapshots (created if missing)")
       ->required();
-  sub->add_option("--host", o->host, "Address to listen on; loopback unless you mean to expose it")->capture_default_str();
+  sub->add_option("--host", o->host, "Address to listen on; loopback unless you mean to expose it")
+      ->capture_default_str();
   sub->add_option("--port", o->port, "TCP port; 0 picks a free one (the 'listening on' line says which)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
@@ -36,16 +37,18 @@ void add_serve_command(CLI::App& app) {
                   "Require 'api-key: KEY' or 'Authorization: Bearer KEY' on every route but /healthz "
                   "(default: $SIMKIT_API_KEY; none: no auth)");
   add_run_options(sub, o->run);
-  sub->add_option("--io-threads", o->io_threads, "HTTP threads (0: min(8, hardware threads))")->check(CLI::Range(0, 256));
+  sub->add_option("--io-threads", o->io_threads, "HTTP threads (0: min(8, hardware threads))")
+      ->check(CLI::Range(0, 256));
   sub->add_option("--max-batch", o->max_batch, "Most searches run as one call (1 turns batching off)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))
       ->capture_default_str();
   sub->add_option("--max-delay-us", o->max_delay_us, "Longest a search waits for its batch to fill, microseconds")
       ->check(CLI::Range(int64_t{0}, int64_t{10000000}))
       ->capture_default_str();
-  sub->add_option("--batch-workers", o->batch_workers,
-                  "Batches run at once per collection (0: 1; on the H100 with WordNet, 4 ran 16,931 searches/s against 19,678 "
-                  "for 1, whose batches were larger)")
+  sub->add_option(
+         "--batch-workers", o->batch_workers,
+         "Batches run at once per collection (0: 1; on the H100 with WordNet, 4 ran 16,931 searches/s against 19,678 "
+         "for 1, whose batches were larger)")
       ->check(CLI::Range(0, 64));
   sub->add_option("--max-queue", o->max_queue, "Searches (and writes) queued per collection before 503s")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}))
@@ -67,7 +70,8 @@ void add_serve_command(CLI::App& app) {
       "       -d '{\"vectors\": {\"size\": 4, \"distance\": \"Cosine\"}}'\n"
       "  curl -X PUT 'localhost:6333/collections/docs/points?wait=true' \\\n"
       "       -d '{\"points\": [{\"id\": 1, \"vector\": [0.1, 0.2, 0.3, 0.4], \"payload\": {\"lang\": \"en\"}}]}'\n"
-      "  curl -X POST localhost:6333/collections/docs/points/search -d '{\"vector\": [0.1, 0.2, 0.3, 0.4], \"limit\": 3}'\n"
+      "  curl -X POST localhost:6333/collections/docs/points/search -d '{\"vector\": [0.1, 0.2, 0.3, 0.4], \"limit\": "
+      "3}'\n"
       "SIGTERM or Ctrl-C drains: in-flight requests are answered, indexes saved, exit status 0.");
   sub->callback([o] {
     server::ServeOptions s;

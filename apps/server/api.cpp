@@ -87,7 +87,8 @@ bool Api::authorized(const HttpRequest& r) const {
   if (settings_.api_key.empty()) return true;
   if (!r.api_key.empty()) return same_secret(r.api_key, settings_.api_key);
   const std::string bearer = "Bearer ";
-  if (r.authorization.rfind(bearer, 0) == 0) return same_secret(r.authorization.substr(bearer.size()), settings_.api_key);
+  if (r.authorization.rfind(bearer, 0) == 0)
+    return same_secret(r.authorization.substr(bearer.size()), settings_.api_key);
   return false;
 }
 
@@ -130,7 +131,8 @@ void Api::route(Call& call) {
   }
   if (!authorized(r)) {
     call.route = "unauthorized";
-    return reply_error(call, 401, "missing or wrong API key (send the header 'api-key: KEY' or 'Authorization: Bearer KEY')");
+    return reply_error(call, 401,
+                       "missing or wrong API key (send the header 'api-key: KEY' or 'Authorization: Bearer KEY')");
   }
   if (r.path == "/metrics") {
     call.route = "/metrics";
@@ -163,8 +165,10 @@ void Api::route(Call& call) {
   reply_error(call, 404, "no route for " + r.method + " " + r.path.substr(0, 200) + " (see docs/API.md)");
 }
 
-void Api::answer(Call& call, unsigned status, std::string body, std::vector<std::pair<std::string, std::string>> headers) {
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+void Api::answer(Call& call, unsigned status, std::string body,
+                 std::vector<std::pair<std::string, std::string>> headers) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
   metrics_.request(call.route.empty() ? "unknown" : call.route, status, seconds);
   HttpResponse response{status, std::move(body), "application/json", std::move(headers)};
   for (auto it = response.headers.begin(); it != response.headers.end();)

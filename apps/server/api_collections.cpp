@@ -77,8 +77,10 @@ void check_snapshot_name(const std::string& name) {
   bool ok = name.size() > 9 && name.size() <= 200 && name.ends_with(".snapshot") && name[0] != '.';
   for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
   if (!ok)
-    bad_request("location must be the name of one of the collection's snapshots (as GET .../snapshots lists "
-                "them), not a path or URL: '" + name.substr(0, 100) + "'");
+    bad_request(
+        "location must be the name of one of the collection's snapshots (as GET .../snapshots lists "
+        "them), not a path or URL: '" +
+        name.substr(0, 100) + "'");
 }
 
 }  // namespace
@@ -109,7 +111,8 @@ void Api::create_collection(Call& call) {
   config.distance = v["distance"].get<std::string>();
   const Metric metric = metric_for_distance(config.distance);
   if (body.contains("index")) {
-    if (!body["index"].is_string()) bad_request("body.index must be an index description such as \"ivf_flat,nlist=256\"");
+    if (!body["index"].is_string())
+      bad_request("body.index must be an index description such as \"ivf_flat,nlist=256\"");
     config.index = body["index"].get<std::string>();
   }
   make_index(config.index, config.dim, metric);  // refuses a bad description with its reason
@@ -165,7 +168,8 @@ void Api::build_index(Call& call) {
   auto collection = find(call.params[0]);
   std::string description = collection->config().index;
   if (body.contains("index")) {
-    if (!body["index"].is_string()) bad_request("body.index must be an index description such as \"ivf_flat,nlist=256\"");
+    if (!body["index"].is_string())
+      bad_request("body.index must be an index description such as \"ivf_flat,nlist=256\"");
     description = body["index"].get<std::string>();
   }
   blocking(std::move(call), [this, collection, description](Call& c) {

@@ -36,7 +36,8 @@ SearchQuery parse_search(const nlohmann::json& body, int64_t dim, const std::str
   q.offset = int_field(body, "offset", 0, 0, kMaxLimit, where);
   q.with_payload = bool_field(body, "with_payload", false, where);
   if (bool_field(body, "with_vector", false, where))
-    bad_request(where + ".with_vector: searches return ids, scores and payloads; read vectors with GET .../points/{id}");
+    bad_request(where +
+                ".with_vector: searches return ids, scores and payloads; read vectors with GET .../points/{id}");
   if (body.contains("filter") && !body["filter"].is_null()) {
     q.filter = parse_filter(body["filter"]);
     if (q.filter->must.empty()) q.filter.reset();  // no condition: every point
@@ -155,7 +156,8 @@ void Api::scroll_points(Call& call) {
   auto collection = find(call.params[0]);
   const nlohmann::json body = parse_object(call.request.body, /*empty_is_object=*/true);
   check_fields(body, {"offset", "limit", "with_payload", "with_vector"}, "body");
-  const int64_t from = body.contains("offset") && !body["offset"].is_null() ? parse_id(body["offset"], "body.offset") : 0;
+  const int64_t from =
+      body.contains("offset") && !body["offset"].is_null() ? parse_id(body["offset"], "body.offset") : 0;
   const int64_t limit = int_field(body, "limit", 10, 1, kMaxLimit, "body");
   const bool with_payload = bool_field(body, "with_payload", true, "body");
   const bool with_vector = bool_field(body, "with_vector", false, "body");

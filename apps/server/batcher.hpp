@@ -9,8 +9,8 @@
 // they run, the next batch fills, so a busy batcher batches more. One worker is the default:
 // more keep a GPU busy between calls but split the queue into smaller batches (serve --help).
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -96,9 +96,8 @@ class Batcher {
       if (queue_.empty()) return;  // stopping, and nothing left
       // Wait for a full batch, or until the oldest job has waited max_delay.
       const Clock::time_point close = queue_.front().enqueued + limits_.max_delay;
-      ready_.wait_until(lock, close, [&] {
-        return stopping_ || static_cast<int64_t>(queue_.size()) >= limits_.max_batch;
-      });
+      ready_.wait_until(lock, close,
+                        [&] { return stopping_ || static_cast<int64_t>(queue_.size()) >= limits_.max_batch; });
       std::vector<Queued<Job>> batch, expired;
       const Clock::time_point now = Clock::now();
       while (!queue_.empty() && static_cast<int64_t>(batch.size()) < limits_.max_batch) {

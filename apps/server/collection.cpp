@@ -273,8 +273,7 @@ void Collection::close(bool save) {
 void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
   const Clock::time_point start = Clock::now();
   metrics_.batch_size(static_cast<int64_t>(batch.size()));
-  for (const auto& q : batch)
-    metrics_.queue_wait(std::chrono::duration<double>(start - q.enqueued).count());
+  for (const auto& q : batch) metrics_.queue_wait(std::chrono::duration<double>(start - q.enqueued).count());
   // One library call per group: the unfiltered searches together, and each distinct filter.
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -318,7 +317,8 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
           if (job.query.with_payload) {
             auto it = payloads_.find(ids[c]);
             hits += ",\"payload\":";
-            hits += it == payloads_.end() ? "{}" : it->second.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+            hits += it == payloads_.end() ? "{}"
+                                          : it->second.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
           }
           hits += '}';
         }

@@ -62,8 +62,8 @@ struct SearchJob {
 };
 
 struct PointIn {
-  StoredPoint stored;       // id, vector, payload text
-  nlohmann::json payload;   // the same payload, parsed (null when none)
+  StoredPoint stored;      // id, vector, payload text
+  nlohmann::json payload;  // the same payload, parsed (null when none)
 };
 
 struct CollectionSettings {
@@ -132,8 +132,8 @@ class Collection {
   mutable std::shared_mutex state_;  // index_ and payloads_: shared by searches, exclusive for writes
   std::shared_ptr<Index> index_;
   std::unordered_map<int64_t, nlohmann::json> payloads_;
-  int64_t index_seq_ = 0;  // the database's sequence number the index reflects
-  int64_t saved_seq_ = -1; // the sequence number of the index file on disk
+  int64_t index_seq_ = 0;   // the database's sequence number the index reflects
+  int64_t saved_seq_ = -1;  // the sequence number of the index file on disk
 
   std::mutex build_mutex_;
   std::thread builder_;

@@ -10,7 +10,8 @@ namespace {
 
 bool equal_value(const nlohmann::json& field, const nlohmann::json& value) {
   if (value.is_boolean()) return field.is_boolean() && field.get<bool>() == value.get<bool>();
-  if (value.is_string()) return field.is_string() && field.get_ref<const std::string&>() == value.get_ref<const std::string&>();
+  if (value.is_string())
+    return field.is_string() && field.get_ref<const std::string&>() == value.get_ref<const std::string&>();
   // Integers: JSON's signed and unsigned integers compare by value; a float field never matches.
   if (!field.is_number_integer()) return false;
   if (field.is_number_unsigned() && value.is_number_unsigned()) return field.get<uint64_t>() == value.get<uint64_t>();
@@ -46,7 +47,8 @@ bool Filter::matches(const nlohmann::json& payload) const {
 }
 
 Filter parse_filter(const nlohmann::json& j) {
-  if (!j.is_object()) bad_request("filter must be an object such as {\"must\": [{\"key\": ..., \"match\": {\"value\": ...}}]}");
+  if (!j.is_object())
+    bad_request("filter must be an object such as {\"must\": [{\"key\": ..., \"match\": {\"value\": ...}}]}");
   Filter f;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() != "must")
@@ -61,7 +63,8 @@ Filter parse_filter(const nlohmann::json& j) {
           bad_request(at + ": unknown field '" + f2.key() + "' (expected 'key' and 'match')");
       if (!c.contains("key") || !c["key"].is_string() || c["key"].get<std::string>().empty())
         bad_request(at + ".key must be a non-empty string");
-      if (!c.contains("match") || !c["match"].is_object()) bad_request(at + ".match must be an object {\"value\": ...}");
+      if (!c.contains("match") || !c["match"].is_object())
+        bad_request(at + ".match must be an object {\"value\": ...}");
       const nlohmann::json& match = c["match"];
       for (auto m = match.begin(); m != match.end(); ++m)
         if (m.key() != "value")
@@ -69,7 +72,8 @@ Filter parse_filter(const nlohmann::json& j) {
       if (!match.contains("value")) bad_request(at + ".match.value is missing");
       const nlohmann::json& v = match["value"];
       if (!v.is_string() && !v.is_boolean() && !v.is_number_integer())
-        bad_request(at + ".match.value must be a string, an integer or a bool (got " + std::string(v.type_name()) + ")");
+        bad_request(at + ".match.value must be a string, an integer or a bool (got " + std::string(v.type_name()) +
+                    ")");
       f.must.push_back({c["key"].get<std::string>(), v});
     }
   }

@@ -37,7 +37,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this(), reject] {
       if (reject) {
         self->closing_ = true;
-        self->write({503, error_body("too many open connections; retry later"), "application/json", {{"Retry-After", "1"}}});
+        self->write(
+            {503, error_body("too many open connections; retry later"), "application/json", {{"Retry-After", "1"}}});
       } else {
         self->read();
       }

@@ -27,8 +27,8 @@ struct HttpRequest {
   std::string path;    // the target up to '?', not decoded
   std::string query;   // after '?', not decoded
   std::string body;
-  std::string api_key;        // the api-key header
-  std::string authorization;  // the Authorization header
+  std::string api_key;                             // the api-key header
+  std::string authorization;                       // the Authorization header
   std::chrono::steady_clock::time_point received;  // when its headers were read
 };
 
@@ -54,8 +54,7 @@ struct HttpLimits {
 
 class HttpServer {
  public:
-  HttpServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& at, HttpLimits limits,
-             Handler handler);
+  HttpServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& at, HttpLimits limits, Handler handler);
   ~HttpServer();
   /// The port actually bound (port 0 picks a free one).
   uint16_t port() const;

@@ -125,8 +125,8 @@ std::vector<float> blob_vector(const Statement& s, int col, int64_t dim) {
   size_t bytes = 0;
   const void* p = s.blob(col, &bytes);
   if (bytes != static_cast<size_t>(dim) * sizeof(float))
-    throw Error(ErrorCode::io, "collection database: a stored vector has " + std::to_string(bytes) + " bytes, expected " +
-                                   std::to_string(dim * 4));
+    throw Error(ErrorCode::io, "collection database: a stored vector has " + std::to_string(bytes) +
+                                   " bytes, expected " + std::to_string(dim * 4));
   std::vector<float> v(static_cast<size_t>(dim));
   std::memcpy(v.data(), p, bytes);
   return v;

@@ -27,8 +27,8 @@ namespace simkit::server {
 
 struct CollectionConfig {
   int64_t dim = 0;
-  std::string distance;           // as the API names it: Cosine, Dot, Euclid, Manhattan
-  std::string index = "flat";     // the description the collection's index is built from
+  std::string distance;        // as the API names it: Cosine, Dot, Euclid, Manhattan
+  std::string index = "flat";  // the description the collection's index is built from
 };
 
 struct StoredPoint {

@@ -82,8 +82,8 @@ int64_t int_field(const nlohmann::json& object, const char* key, int64_t fallbac
   const bool too_big = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi);
   const int64_t v = too_big ? hi : (negative ? it->get<int64_t>() : static_cast<int64_t>(it->get<uint64_t>()));
   if (too_big || v < lo || v > hi)
-    bad_request(where + "." + key + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                " (got " + it->dump() + ")");
+    bad_request(where + "." + key + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
+                it->dump() + ")");
   return v;
 }
 

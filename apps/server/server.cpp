@@ -52,8 +52,9 @@ int run_server(const ServeOptions& o) {
   };
   std::unique_ptr<HttpServer> http;
   try {
-    http = std::make_unique<HttpServer>(io, asio::ip::tcp::endpoint(address, o.port), limits,
-                                        [&api](HttpRequest&& r, Responder respond) { api.handle(std::move(r), std::move(respond)); });
+    http = std::make_unique<HttpServer>(
+        io, asio::ip::tcp::endpoint(address, o.port), limits,
+        [&api](HttpRequest&& r, Responder respond) { api.handle(std::move(r), std::move(respond)); });
   } catch (const boost::system::system_error& e) {
     throw Error(ErrorCode::io, "cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " + e.code().message());
   }
@@ -82,11 +83,10 @@ int run_server(const ServeOptions& o) {
 
   std::printf("listening on http://%s:%u\n", o.host.c_str(), static_cast<unsigned>(http->port()));
   std::fflush(stdout);
-  std::fprintf(stderr,
-               "simkit serve: device %s, batches of up to %lld searches within %lld us, %d at once, queue %lld\n",
-               to_string(device), static_cast<long long>(batching.max_batch),
-               static_cast<long long>(batching.max_delay.count()), batching.workers,
-               static_cast<long long>(batching.max_queue));
+  std::fprintf(
+      stderr, "simkit serve: device %s, batches of up to %lld searches within %lld us, %d at once, queue %lld\n",
+      to_string(device), static_cast<long long>(batching.max_batch), static_cast<long long>(batching.max_delay.count()),
+      batching.workers, static_cast<long long>(batching.max_queue));
 
   const int n = o.io_threads > 0 ? o.io_threads
                                  : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
