@@ -40,7 +40,14 @@ struct Route {
   const char* method;
   const char* pattern;  // segments; "{...}" matches one parameter
   void (Api::*run)(Call&);
+  std::vector<std::string> segments = split_path(std::string("/") + pattern);
+  std::string label = std::string(method) + " /" + pattern;  // the metrics' route label
 };
+
+// Seconds since the request's headers were read: the "time" of every answer and its metric.
+double elapsed(const Call& call) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+}
 
 }  // namespace
 
@@ -96,6 +103,14 @@ void Api::handle(HttpRequest&& request, Responder respond) {
   Call call{std::move(request), std::move(respond), "", {}};
   try {
     route(call);
+  } catch (...) {
+    reply_exception(call);
+  }
+}
+
+void Api::reply_exception(Call& call) {
+  try {
+    throw;
   } catch (const ApiError& e) {
     reply_error(call, e.status(), e.what());
   } catch (const Error& e) {
@@ -142,7 +157,7 @@ void Api::route(Call& call) {
   const std::vector<std::string> parts = split_path(r.path);
   bool path_known = false;
   for (const Route& route : routes) {
-    const std::vector<std::string> pattern = split_path(std::string("/") + route.pattern);
+    const std::vector<std::string>& pattern = route.segments;
     if (pattern.size() != parts.size()) continue;
     std::vector<std::string> params;
     bool match = true;
@@ -155,9 +170,9 @@ void Api::route(Call& call) {
     if (!match) continue;
     path_known = true;
     if (r.method != route.method) continue;
-    call.route = std::string(route.method) + " /" + route.pattern;
+    call.route = route.label;
     call.params = std::move(params);
-    check_collection_name(call.params.empty() ? "x" : call.params[0]);
+    if (!call.params.empty()) check_collection_name(call.params[0]);
     return (this->*route.run)(call);
   }
   call.route = path_known ? "method not allowed" : "not found";
@@ -167,8 +182,7 @@ void Api::route(Call& call) {
 
 void Api::answer(Call& call, unsigned status, std::string body,
                  std::vector<std::pair<std::string, std::string>> headers) {
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+  const double seconds = elapsed(call);
   metrics_.request(call.route.empty() ? "unknown" : call.route, status, seconds);
   HttpResponse response{status, std::move(body), "application/json", std::move(headers)};
   for (auto it = response.headers.begin(); it != response.headers.end();)
@@ -187,12 +201,12 @@ void Api::answer(Call& call, unsigned status, std::string body,
 
 void Api::reply(Call& call, unsigned status, nlohmann::json body) {
   body["status"] = body.contains("status") ? body["status"] : nlohmann::json("ok");
-  body["time"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+  body["time"] = elapsed(call);
   answer(call, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
 }
 
 void Api::reply_result_text(Call& call, const std::string& result_json) {
-  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+  const double t = elapsed(call);
   char number[32];
   char* end = std::to_chars(number, number + sizeof number, t).ptr;
   std::string body;
@@ -208,7 +222,7 @@ void Api::reply_result_text(Call& call, const std::string& result_json) {
 void Api::reply_error(Call& call, unsigned status, const std::string& message,
                       std::vector<std::pair<std::string, std::string>> headers) {
   nlohmann::json body = {{"status", {{"error", message}}}};
-  body["time"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
+  body["time"] = elapsed(call);
   answer(call, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), std::move(headers));
 }
 
@@ -231,12 +245,8 @@ void Api::blocking(Call&& call, std::function<void(Call&)> work) {
     Call& c = *shared;
     try {
       work(c);
-    } catch (const ApiError& e) {
-      reply_error(c, e.status(), e.what());
-    } catch (const Error& e) {
-      reply_error(c, e.code() == ErrorCode::invalid_argument ? 400 : 500, e.what());
-    } catch (const std::exception& e) {
-      reply_error(c, 500, std::string("internal error: ") + e.what());
+    } catch (...) {
+      reply_exception(c);
     }
   });
 }

@@ -83,6 +83,9 @@ class Api {
 
  private:
   void route(Call& call);
+  /// Answers the exception being handled: ApiError's status, 400 for simkit's invalid_argument,
+  /// 500 for anything else.
+  void reply_exception(Call& call);
   bool authorized(const HttpRequest& request) const;
   void answer(Call& call, unsigned status, std::string body, std::vector<std::pair<std::string, std::string>> headers);
   std::filesystem::path collection_dir(const std::string& name) const;

@@ -96,20 +96,22 @@ void Collection::load() {
     }
   }
   if (!index_) {
-    index_ = build_from_store("flat", &index_seq_);
+    index_ = build_from_store("flat", &index_seq_, &payloads_);  // one pass for rows and payloads
     how = "built from the points";
+  } else {
+    store_->read_all(
+        [&](StoredPoint&& p) {
+          if (!p.payload.empty()) payloads_.emplace(p.id, parse_payload(p.payload));
+        },
+        /*with_vector=*/false);
   }
-  store_->read_all(
-      [&](StoredPoint&& p) {
-        if (!p.payload.empty()) payloads_.emplace(p.id, parse_payload(p.payload));
-      },
-      /*with_vector=*/false);
   points_gauge_.Set(static_cast<double>(index_->size()));
   std::fprintf(stderr, "simkit serve: collection %s: %lld points, index %s (%s) in %.2f s\n", name_.c_str(),
                static_cast<long long>(index_->size()), index_->description().c_str(), how.c_str(), seconds_since(t0));
 }
 
-std::unique_ptr<Index> Collection::build_from_store(const std::string& description, int64_t* seq) {
+std::unique_ptr<Index> Collection::build_from_store(const std::string& description, int64_t* seq,
+                                                    std::unordered_map<int64_t, nlohmann::json>* payloads) {
   std::unique_ptr<Index> index = make_index(description, config_.dim, metric_);
   std::vector<float> rows;
   std::vector<int64_t> ids;
@@ -117,6 +119,7 @@ std::unique_ptr<Index> Collection::build_from_store(const std::string& descripti
       [&](StoredPoint&& p) {
         rows.insert(rows.end(), p.vector.begin(), p.vector.end());
         ids.push_back(p.id);
+        if (payloads && !p.payload.empty()) payloads->emplace(p.id, parse_payload(p.payload));
       },
       /*with_vector=*/true);
   const MatrixView<const float> X{rows.data(), static_cast<int64_t>(ids.size()), config_.dim};

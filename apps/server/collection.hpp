@@ -112,7 +112,10 @@ class Collection {
   Collection(const std::string& name, const std::filesystem::path& dir, std::unique_ptr<PointStore> store,
              const CollectionSettings& settings, Metrics& metrics);
   void load();
-  std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq);
+  /// An index of `description` over every stored point; `payloads`, when given, is filled in
+  /// the same pass.
+  std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq,
+                                          std::unordered_map<int64_t, nlohmann::json>* payloads = nullptr);
   void apply(Index& index, const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted) const;
   void save_index();
   void run_batch(std::vector<Queued<SearchJob>>& batch);
