@@ -222,9 +222,13 @@ if [ "$what" = serve ] && [ -f "$wordnet_npy" ]; then
     kill -TERM $spid; wait $spid; log "  loading server exited $?"
   fi
   log "serve_throughput: WordNet flat cosine, GPU, batched vs --max-batch 1"
+  # SERVE_EXTRA_CONFIG: more NAME=ARGS configurations, separated by ';'.
+  extra=()
+  IFS=';' read -ra extra_configs <<<"${SERVE_EXTRA_CONFIG:-}"
+  for c in "${extra_configs[@]}"; do [ -n "$c" ] && extra+=(--config "$c"); done
   python3 "$root/bench/server/serve_throughput.py" --simkit "$cli" --data-dir "$data" --collection wordnet \
     --queries "$queries" --device gpu --label "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
-    --config "batched=${SERVE_BATCHED_ARGS:---max-batch 64}" ${SERVE_EXTRA_CONFIG:+--config "$SERVE_EXTRA_CONFIG"} --config "unbatched=--max-batch 1" \
+    --config "batched=${SERVE_BATCHED_ARGS:---max-batch 64}" "${extra[@]}" --config "unbatched=--max-batch 1" \
     --overload "batched=${SERVE_OVERLOAD:-40000}" --overload "unbatched=${SERVE_OVERLOAD_1:-12000}" \
     --duration "${SERVE_DURATION:-15}" --loadgens "${SERVE_LOADGENS:-4}" --out "$OUT/serve-gpu.md" 2>&1 | tee -a "$OUT/summary.txt" || status=1
 fi

@@ -4,7 +4,6 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -27,7 +26,8 @@ std::string error_body(const std::string& message) {
 
 class HttpServer::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, HttpServer& server) : stream_(std::move(socket)), server_(server) {}
+  Session(tcp::socket&& socket, asio::io_context& io, HttpServer& server)
+      : stream_(std::move(socket)), io_(io), server_(server) {}
   ~Session() {
     std::lock_guard g(server_.sessions_mutex_);
     server_.sessions_.erase(this);
@@ -99,9 +99,9 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     if (auto it = req.find("api-key"); it != req.end()) r.api_key = std::string(it->value());
     if (auto it = req.find(http::field::authorization); it != req.end()) r.authorization = std::string(it->value());
     r.received = received_;
-    // The responder may be called from any thread; it holds the io_context's work so that
-    // run() does not return while a request is being answered elsewhere (a batcher).
-    auto work = asio::prefer(server_.io_.get_executor(), asio::execution::outstanding_work.tracked);
+    // The responder may be called from any thread; it holds the connection's io_context's work
+    // so that its run() does not return while a request is being answered elsewhere (a batcher).
+    auto work = asio::prefer(io_.get_executor(), asio::execution::outstanding_work.tracked);
     Responder respond = [self = shared_from_this(), work](HttpResponse&& response) {
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
@@ -154,6 +154,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  asio::io_context& io_;  // the one thread that runs every handler of this connection
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
@@ -165,8 +166,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   bool in_request_ = false;  // between a request's headers and its body's end
 };
 
-HttpServer::HttpServer(asio::io_context& io, const tcp::endpoint& at, HttpLimits limits, Handler handler)
-    : io_(io), acceptor_(io), limits_(std::move(limits)), handler_(std::move(handler)) {
+HttpServer::HttpServer(IoPool& pool, const tcp::endpoint& at, HttpLimits limits, Handler handler)
+    : pool_(pool), acceptor_(pool.main()), limits_(std::move(limits)), handler_(std::move(handler)) {
   acceptor_.open(at.protocol());
   acceptor_.set_option(asio::socket_base::reuse_address(true));
   acceptor_.bind(at);
@@ -180,7 +181,8 @@ uint16_t HttpServer::port() const { return acceptor_.local_endpoint().port(); }
 void HttpServer::start() { accept(); }
 
 void HttpServer::accept() {
-  acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+  asio::io_context& io = pool_.next();
+  acceptor_.async_accept(io, [this, &io](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
       return accept();  // e.g. out of file descriptors for a moment: keep serving the others
@@ -188,7 +190,7 @@ void HttpServer::accept() {
     // Responses are small and latency matters: no Nagle delay waiting for the client's ACK.
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto session = std::make_shared<Session>(std::move(socket), *this);
+    auto session = std::make_shared<Session>(std::move(socket), io, *this);
     bool reject;
     {
       std::lock_guard g(sessions_mutex_);

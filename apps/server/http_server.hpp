@@ -17,8 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+
+#include "io_pool.hpp"
 
 namespace simkit::server {
 
@@ -54,7 +55,8 @@ struct HttpLimits {
 
 class HttpServer {
  public:
-  HttpServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& at, HttpLimits limits, Handler handler);
+  /// Listens at `at` on the pool's main context; each connection is served by one context.
+  HttpServer(IoPool& pool, const boost::asio::ip::tcp::endpoint& at, HttpLimits limits, Handler handler);
   ~HttpServer();
   /// The port actually bound (port 0 picks a free one).
   uint16_t port() const;
@@ -66,7 +68,7 @@ class HttpServer {
 
  private:
   void accept();
-  boost::asio::io_context& io_;
+  IoPool& pool_;
   boost::asio::ip::tcp::acceptor acceptor_;
   HttpLimits limits_;
   Handler handler_;

@@ -1,19 +1,19 @@
 #include "server.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <mutex>
 #include <thread>
-#include <vector>
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <simkit/error.hpp>
 
 #include "api.hpp"
 #include "http_server.hpp"
+#include "io_pool.hpp"
 #include "metrics.hpp"
 
 namespace simkit::server {
@@ -39,7 +39,10 @@ int run_server(const ServeOptions& o) {
   settings.max_pending_writes = o.limits.max_queue;
   Api api(settings, metrics);
 
-  asio::io_context io;
+  const int io_threads = o.io_threads > 0
+                             ? o.io_threads
+                             : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+  IoPool pool(io_threads);
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(o.host, ec);
   if (ec) throw Error(ErrorCode::invalid_argument, "--host '" + o.host + "' is not an IP address");
@@ -53,7 +56,7 @@ int run_server(const ServeOptions& o) {
   std::unique_ptr<HttpServer> http;
   try {
     http = std::make_unique<HttpServer>(
-        io, asio::ip::tcp::endpoint(address, o.port), limits,
+        pool, asio::ip::tcp::endpoint(address, o.port), limits,
         [&api](HttpRequest&& r, Responder respond) { api.handle(std::move(r), std::move(respond)); });
   } catch (const boost::system::system_error& e) {
     throw Error(ErrorCode::io, "cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " + e.code().message());
@@ -65,18 +68,19 @@ int run_server(const ServeOptions& o) {
   std::condition_variable done_cv;
   bool done = false;
   std::thread watchdog;
-  asio::signal_set signals(io, SIGTERM, SIGINT);
+  asio::signal_set signals(pool.main(), SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& e, int signal) {
     if (e) return;
     std::fprintf(stderr, "simkit serve: signal %d: draining (in-flight requests finish, then exit)\n", signal);
     api.set_draining();
     http->drain();
+    pool.release();
     watchdog = std::thread([&] {
       std::unique_lock lock(done_mutex);
       if (!done_cv.wait_for(lock, o.drain_timeout, [&] { return done; })) {
         std::fprintf(stderr, "simkit serve: drain took over %lld s; stopping\n",
                      static_cast<long long>(o.drain_timeout.count()));
-        io.stop();
+        pool.stop();
       }
     });
   });
@@ -88,12 +92,7 @@ int run_server(const ServeOptions& o) {
       to_string(device), static_cast<long long>(batching.max_batch), static_cast<long long>(batching.max_delay.count()),
       batching.workers, static_cast<long long>(batching.max_queue));
 
-  const int n = o.io_threads > 0 ? o.io_threads
-                                 : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
-  std::vector<std::thread> threads;
-  for (int i = 1; i < n; ++i) threads.emplace_back([&] { io.run(); });
-  io.run();
-  for (auto& t : threads) t.join();
+  pool.run();
   {
     std::lock_guard g(done_mutex);
     done = true;

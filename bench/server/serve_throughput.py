@@ -39,6 +39,12 @@ def metric(url, name):
     return total
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds the process has used (Linux /proc)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server(simkit, data_dir, device, extra):
     cmd = [simkit, "serve", "--data-dir", data_dir, "--port", "0", "--device", device] + shlex.split(extra)
     err = tempfile.NamedTemporaryFile(prefix="serve-", suffix=".log", delete=False)
@@ -134,11 +140,13 @@ def main():
                 w0 = metric(url, "simkit_batch_queue_wait_seconds_sum")
                 route = 'simkit_http_request_duration_seconds_sum{route="POST /collections/{name}/points/search"}'
                 d0 = metric(url, route)
+                c0 = cpu_seconds(proc.pid)
                 time.sleep(max(1.0, args.duration - 4))
                 t1, n1 = time.monotonic(), metric(url, "simkit_batch_size_sum")
                 b1 = metric(url, "simkit_batch_size_count")
                 w1 = metric(url, "simkit_batch_queue_wait_seconds_sum")
                 d1 = metric(url, route)
+                c1 = cpu_seconds(proc.pid)
                 sat = lg.wait()
                 throughput = (n1 - n0) / (t1 - t0)
                 mean_batch = (n1 - n0) / max(1.0, b1 - b0)
@@ -146,9 +154,11 @@ def main():
                 # (headers read to response queued), averaged over the window.
                 in_queue_ms = 1000 * (w1 - w0) / max(1.0, n1 - n0)
                 in_server_ms = 1000 * (d1 - d0) / max(1.0, n1 - n0)
+                cores = (c1 - c0) / (t1 - t0)
+                cpu_us = 1e6 * (c1 - c0) / max(1.0, n1 - n0)
                 print(f"[{name}] offered {rate:.0f}/s: server ran {throughput:.0f} searches/s "
                       f"(mean batch {mean_batch:.1f}, mean {in_queue_ms:.2f} ms queued, {in_server_ms:.2f} ms in the "
-                      f"server); loadgen: {sat['status_200']} x 200, "
+                      f"server; {cores:.2f} cores busy, {cpu_us:.0f} CPU us per search); loadgen: {sat['status_200']} x 200, "
                       f"{sat['status_503']} x 503, {sat['status_504']} x 504, {sat['dropped']} dropped", flush=True)
                 # 2. Half of saturation, open loop.
                 time.sleep(2)  # let the queue empty
@@ -164,7 +174,8 @@ def main():
         rows.append({"machine": args.label, "device": args.device, "config": name, "server_args": extra.strip(),
                      "offered_overload": rate, "saturation_rps": round(throughput, 1),
                      "mean_batch": round(mean_batch, 2), "sat_queue_ms": round(in_queue_ms, 3),
-                     "sat_server_ms": round(in_server_ms, 3), "half_rate": round(half, 1),
+                     "sat_server_ms": round(in_server_ms, 3), "sat_server_cores": round(cores, 2),
+                     "sat_cpu_us_per_search": round(cpu_us, 1), "half_rate": round(half, 1),
                      "half_achieved": round(h["achieved_rate"], 1), "p50_ms": round(lat["p50"], 3),
                      "p99_ms": round(lat["p99"], 3), "p999_ms": round(lat["p99_9"], 3),
                      "half_503": h["status_503"], "half_504": h["status_504"], "half_dropped": h["dropped"],
@@ -182,9 +193,10 @@ def main():
             f.write(f"| {r['machine']} | {r['device']} | {r['config']} | `{r['server_args']}` | "
                     f"{r['saturation_rps']:,.0f} | {r['mean_batch']} | {r['half_achieved']:,.0f} | {r['p50_ms']} | "
                     f"{r['p99_ms']} | {r['p999_ms']} |\n")
-        if len(rows) >= 2:
-            f.write(f"\nSaturation ratio {rows[0]['config']} / {rows[1]['config']}: "
-                    f"{rows[0]['saturation_rps'] / rows[1]['saturation_rps']:.1f}x\n")
+        # Each configuration against the last one (the unbatched baseline by convention).
+        for r in rows[:-1]:
+            f.write(f"\nSaturation ratio {r['config']} / {rows[-1]['config']}: "
+                    f"{r['saturation_rps'] / rows[-1]['saturation_rps']:.1f}x\n")
     print(open(args.out).read())
 
 
