@@ -53,7 +53,7 @@ if [ ! -x "$root/.venv/bin/python" ]; then
 fi
 "$root/.venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
 echo "setup: Python packages in .venv: $("$root/.venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null |
-  awk '$1 ~ /^(nanobind|scikit_build_core|numpy|pytest|mypy)$/ {printf "%s %s  ", $1, $2}')"
+  awk '$1 ~ /^(nanobind|scikit_build_core|numpy|scipy|pytest|mypy)$/ {printf "%s %s  ", $1, $2}')"
 
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   if nvidia-smi -L 2>/dev/null | grep -q "GPU 0"; then

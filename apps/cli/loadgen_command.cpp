@@ -37,6 +37,8 @@
 
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "loadgen_plot.hpp"
+#include "loadgen_server.hpp"
 #include "loadgen_stats.hpp"
 
 namespace simkit::cli {
@@ -52,7 +54,7 @@ using boost::system::error_code;
 using namespace loadgen;
 
 struct LoadgenOptions {
-  std::string url, collection, api_key, queries, pattern = "constant", csv, json;
+  std::string url, collection, api_key, queries, pattern = "constant", csv, json, plot;
   int64_t limit = 10;
   double rate = std::numeric_limits<double>::quiet_NaN(), duration = 0, warmup = 0, drain = 10, min_gap = -1,
          max_gap = -1;
@@ -60,7 +62,7 @@ struct LoadgenOptions {
   uint64_t seed = 0;
 };
 
-constexpr std::chrono::seconds setup_timeout{10};      // connecting the pool, and the probe request
+constexpr std::chrono::seconds setup_timeout{10};      // connecting the pool
 constexpr std::chrono::milliseconds retry_delay{100};  // between failed background reconnects
 constexpr uint64_t body_limit = 64ull << 20;
 
@@ -421,63 +423,6 @@ class LoadRun {
   ProgressBar* bar_ = nullptr;
 };
 
-// One request before the run, on its own connection: a 4xx answer (wrong collection, wrong
-// dimension, missing api key) stops the command with the server's message instead of a run of
-// errors. 429 and 5xx answers (an overloaded server) only earn a note.
-void probe(asio::io_context& ioc, const tcp::resolver::results_type& endpoints, const std::string& request,
-           const std::string& where) {
-  tcp::socket socket(ioc);
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(body_limit);
-  error_code result = asio::error::timed_out;
-  bool done = false, connected = false;
-  asio::async_connect(socket, endpoints, [&](error_code ec, const tcp::endpoint&) {
-    if (ec) {
-      result = ec;
-      done = true;
-      return;
-    }
-    connected = true;
-    asio::async_write(socket, asio::buffer(request), [&](error_code ec, size_t) {
-      if (ec) {
-        result = ec;
-        done = true;
-        return;
-      }
-      http::async_read(socket, buffer, parser, [&](error_code ec, size_t) {
-        result = ec;
-        done = true;
-      });
-    });
-  });
-  ioc.restart();
-  ioc.run_for(setup_timeout);
-  if (!done) {
-    error_code ignored;
-    socket.close(ignored);
-    ioc.restart();
-    ioc.poll();
-    throw Error(ErrorCode::io, connected ? "no answer from " + where + " to a first search request within " +
-                                               std::to_string(setup_timeout.count()) + " s"
-                                         : "cannot connect to " + where + ": timed out");
-  }
-  if (result)
-    throw Error(ErrorCode::io, connected ? "a first search request to " + where + " failed: " + describe(result)
-                                         : "cannot connect to " + where + ": " + describe(result));
-  const auto& res = parser.get();
-  const int status = int(res.result_int());
-  std::string body = res.body().substr(0, 300);
-  for (char& ch : body)
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  if (status >= 400 && status < 500 && status != 429)
-    bad("the server refused a first search request: HTTP " + std::to_string(status) + " " + std::string(res.reason()) +
-        (body.empty() ? "" : ": " + body));
-  if (status != 200)
-    std::fprintf(stderr, "simkit loadgen: note: a first search request got HTTP %d %s; running anyway\n", status,
-                 std::string(res.reason()).c_str());
-}
-
 // Each connection holds a descriptor: raise the soft limit when the pool needs more.
 void ensure_descriptors(int64_t connections) {
   rlimit lim{};
@@ -540,7 +485,11 @@ void run_loadgen(LoadgenOptions o) {
   }
   if (!o.csv.empty()) check_output_path(o.csv, "--csv", {});
   if (!o.json.empty()) check_output_path(o.json, "--json", {});
-  check_distinct_outputs({{"--csv", o.csv}, {"--json", o.json}});
+  if (!o.plot.empty()) {
+    check_output_path(o.plot, "--plot", {});
+    check_plotting();
+  }
+  check_distinct_outputs({{"--csv", o.csv}, {"--json", o.json}, {"--plot", o.plot}});
   ensure_descriptors(o.connections);
 
   const std::vector<int64_t> at = make_schedule(spec);
@@ -563,6 +512,7 @@ void run_loadgen(LoadgenOptions o) {
     if (ec) throw Error(ErrorCode::io, "cannot resolve '" + target.host + "': " + describe(ec));
   }
   probe(ioc, endpoints, requests.front(), where);
+  const std::optional<BatchHistogram> batches_before = read_batch_histogram(ioc, endpoints, target, o.api_key);
 
   RunInfo info;
   info.url = o.url;
@@ -584,11 +534,26 @@ void run_loadgen(LoadgenOptions o) {
     if (info.interrupted) info.window_s = std::max(0.0, std::min(o.duration, run.stopped_at_s() - o.warmup));
   }
 
-  const Summary s = summarize(records, info);
+  Summary s = summarize(records, info);
+  s.server_batches = batches_between(batches_before, read_batch_histogram(ioc, endpoints, target, o.api_key));
   std::fputs(format_report(s, info).c_str(), stdout);
   if (!o.csv.empty()) {
     write_csv(o.csv, records);
     std::printf("wrote %s (one row per request, the warmup's included)\n", o.csv.c_str());
+  }
+  if (!o.plot.empty()) {
+    // The plot reads the per-request CSV: --csv's, or a temporary one beside the image.
+    const std::string csv = o.csv.empty() ? o.plot + ".requests.csv" : o.csv;
+    if (o.csv.empty()) write_csv(csv, records);
+    const std::string title = std::string(to_string(spec.pattern)) + " arrivals, " + number(offered_rate(spec)) +
+                              " req/s offered, " + target.host_header;
+    try {
+      plot_latency(csv, o.plot, o.warmup, title);
+    } catch (...) {
+      if (o.csv.empty()) std::remove(csv.c_str());
+      throw;
+    }
+    if (o.csv.empty()) std::remove(csv.c_str());
   }
   if (!o.json.empty()) {
     write_text(o.json, json_document(s, info));
@@ -632,6 +597,9 @@ void add_loadgen_command(CLI::App& app) {
                   "one row per request: scheduled_s,sent_s,latency_ms,status (seconds from the start, warmup "
                   "included; status 0: dropped, transport error or timed out; empty: not applicable)");
   sub->add_option("--json", o->json, "the summary as JSON");
+  sub->add_option("--plot", o->plot,
+                  "a histogram of the run's latencies (.png, .svg or .pdf) with p50 and p99 marked; needs python3 "
+                  "with matplotlib");
   sub->footer(
       "Example:\n"
       "  simkit loadgen --url http://127.0.0.1:6333 --collection docs --queries q.npy --limit 10 \\\n"
@@ -639,6 +607,7 @@ void add_loadgen_command(CLI::App& app) {
       "Each request is due at its scheduled time; one due while every connection is busy (or --max-in-flight\n"
       "are in flight) is dropped, not sent late. Latency runs from the scheduled time, so a stalled server\n"
       "shows in every request due during the stall. Percentiles are exact, over the 200 responses.\n"
+      "When the server's /metrics is readable (a simkit server), the report adds the batch sizes it ran.\n"
       "Ctrl-C ends the schedule early and drains; a second Ctrl-C stops at once.");
   sub->callback([o] { run_loadgen(*o); });
 }

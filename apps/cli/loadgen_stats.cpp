@@ -5,7 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include <simkit/error.hpp>
@@ -227,6 +229,54 @@ std::vector<std::string> build_requests(const Target& target, const std::string&
   return out;
 }
 
+// ------------------------------------------------------------------ server batches
+
+std::optional<BatchHistogram> parse_batch_histogram(const std::string& text) {
+  const std::string name = "simkit_batch_size";
+  BatchHistogram h;
+  bool have_count = false, have_sum = false;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    if (line.rfind(name, 0) != 0) continue;
+    const std::string_view rest = line.substr(name.size());
+    const size_t space = rest.rfind(' ');
+    if (space == std::string_view::npos) continue;
+    const std::string value(rest.substr(space + 1));
+    const std::string_view key = rest.substr(0, space);
+    char* stop = nullptr;
+    const double v = std::strtod(value.c_str(), &stop);
+    if (stop == value.c_str()) continue;
+    if (key == "_count") {
+      h.batches = int64_t(std::llround(v)), have_count = true;
+    } else if (key == "_sum") {
+      h.searches = v, have_sum = true;
+    } else if (constexpr std::string_view open = "_bucket{le=\""; key.rfind(open, 0) == 0) {
+      const std::string le(key.substr(open.size(), key.find('"', open.size()) - open.size()));
+      const double bound = le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
+      h.buckets.emplace_back(bound, int64_t(std::llround(v)));
+    }
+  }
+  if (!have_count || !have_sum) return std::nullopt;
+  std::sort(h.buckets.begin(), h.buckets.end());
+  return h;
+}
+
+std::optional<ServerBatches> batches_between(const std::optional<BatchHistogram>& before,
+                                             const std::optional<BatchHistogram>& after) {
+  if (!before || !after || after->batches < before->batches || after->buckets.size() != before->buckets.size())
+    return std::nullopt;
+  ServerBatches b;
+  b.batches = after->batches - before->batches;
+  b.mean_size = b.batches ? (after->searches - before->searches) / double(b.batches) : 0;
+  for (size_t i = 0; i < after->buckets.size(); ++i)
+    b.buckets.emplace_back(after->buckets[i].first, after->buckets[i].second - before->buckets[i].second);
+  return b;
+}
+
 // ------------------------------------------------------------------ summary
 
 Latency latency_of(std::vector<double>& values) {
@@ -377,6 +427,22 @@ std::string format_report(const Summary& s, const RunInfo& info) {
                   s.send_lag.p99, s.send_lag.max);
     out += lag;
   }
+  if (!s.server_batches) {
+    out += "server batches: unknown (its /metrics has no simkit_batch_size)\n";
+  } else {
+    const ServerBatches& b = *s.server_batches;
+    out += "server batches during the run (its /metrics, warmup included): " + with_commas(b.batches) +
+           " batches, mean " + fixed(b.mean_size, 2) + " searches each\n";
+    std::string sizes;
+    int64_t below = 0;
+    for (const auto& [le, cumulative] : b.buckets) {
+      if (cumulative == below) continue;
+      const std::string bound = std::isinf(le) ? "more" : "<=" + number(le);
+      sizes += (sizes.empty() ? "" : ", ") + bound + ": " + with_commas(cumulative - below);
+      below = cumulative;
+    }
+    if (!sizes.empty()) out += "  batches by size: " + sizes + "\n";
+  }
   return out;
 }
 
@@ -427,7 +493,19 @@ std::string json_document(const Summary& s, const RunInfo& info) {
            ", \"max\": " + json_number(l.max) + "}";
   };
   field("latency_ms", stats(s.latency));
-  field("send_lag_ms", stats(s.send_lag), true);
+  field("send_lag_ms", stats(s.send_lag));
+  std::string batches = "null";
+  if (s.server_batches) {
+    batches = "{\"batches\": " + count(s.server_batches->batches) +
+              ", \"mean_size\": " + json_number(s.server_batches->mean_size) + ", \"buckets\": [";
+    for (size_t i = 0; i < s.server_batches->buckets.size(); ++i) {
+      const auto& [le, cumulative] = s.server_batches->buckets[i];
+      batches += std::string(i ? ", " : "") + "{\"le\": " + (std::isinf(le) ? "\"+Inf\"" : json_number(le)) +
+                 ", \"count\": " + count(cumulative) + "}";
+    }
+    batches += "]}";
+  }
+  field("server_batches", batches, true);
   return j + "}\n";
 }
 

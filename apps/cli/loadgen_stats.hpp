@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <simkit/matrix.hpp>
@@ -84,6 +86,31 @@ struct Record {
   Outcome outcome = Outcome::not_sent;
 };
 
+// ------------------------------------------------------------------ server batches
+
+/// A simkit server's simkit_batch_size histogram (Prometheus text format): how many searches
+/// each library call ran.
+struct BatchHistogram {
+  int64_t batches = 0;                              // _count
+  double searches = 0;                              // _sum
+  std::vector<std::pair<double, int64_t>> buckets;  // (le, cumulative count), ascending; +inf last
+};
+
+/// The histogram in a /metrics text; nullopt when it holds none.
+std::optional<BatchHistogram> parse_batch_histogram(const std::string& metrics_text);
+
+/// What the server did between two readings: the batches run, their mean size and, per bucket,
+/// how many batches had at most `le` searches (cumulative, as Prometheus counts them).
+struct ServerBatches {
+  int64_t batches = 0;
+  double mean_size = 0;
+  std::vector<std::pair<double, int64_t>> buckets;
+};
+
+/// after - before; nullopt when either is missing or the server restarted between them.
+std::optional<ServerBatches> batches_between(const std::optional<BatchHistogram>& before,
+                                             const std::optional<BatchHistogram>& after);
+
 // ------------------------------------------------------------------ summary
 
 struct RunInfo {
@@ -108,10 +135,11 @@ struct Summary {
   int64_t warmup_requests = 0;  // scheduled in the warmup, not counted below
   int64_t scheduled = 0, sent = 0, dropped = 0, completed = 0, ok = 0, status_503 = 0, status_504 = 0, other_status = 0,
           transport_errors = 0, timed_out = 0;
-  std::map<int, int64_t> other;  // status -> count, for statuses other than 200, 503, 504
-  double achieved_rate = 0;      // ok / window_s
-  Latency latency;               // of the 200 responses, from their scheduled time
-  Latency send_lag;              // sent - scheduled, of the sent requests: the generator's own delay
+  std::map<int, int64_t> other;                 // status -> count, for statuses other than 200, 503, 504
+  double achieved_rate = 0;                     // ok / window_s
+  Latency latency;                              // of the 200 responses, from their scheduled time
+  Latency send_lag;                             // sent - scheduled, of the sent requests: the generator's own delay
+  std::optional<ServerBatches> server_batches;  // from the server's /metrics, when it could be read
 };
 
 /// Counts the requests scheduled at or after the warmup.

@@ -5,7 +5,7 @@
         --vectors ../shared/data/wordnet/base_minilm_f16.npy --distance Cosine [--texts docs.tsv]
 
 Creates the collection when it is missing, then upserts the rows as points 0..n-1 (wait=true,
-`--batch` points per request), with {"text": ...} payloads from the second column of a TSV when
+`--batch` points per request), with {"text": ...} payloads from the last column of a TSV when
 --texts is given. Standard library + NumPy only, so it runs wherever the server's tests run.
 """
 import argparse
@@ -35,7 +35,8 @@ def main():
     ap.add_argument("--collection", required=True)
     ap.add_argument("--vectors", required=True, help=".npy, n x d, float16 or float32")
     ap.add_argument("--distance", default="Cosine", choices=["Cosine", "Dot", "Euclid", "Manhattan"])
-    ap.add_argument("--texts", help="TSV whose second column becomes payload {'text': ...}, row for row")
+    ap.add_argument("--texts", help="TSV whose last column becomes payload {'text': ...}, row for row "
+                    "(docs.tsv: row, synset, text)")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--limit", type=int, default=0, help="load only the first N rows (0: all)")
     ap.add_argument("--api-key", default=os.environ.get("SIMKIT_API_KEY", ""))
@@ -46,7 +47,7 @@ def main():
     texts = None
     if args.texts:
         with open(args.texts, encoding="utf-8") as f:
-            texts = [line.rstrip("\n").split("\t")[1] if "\t" in line else line.rstrip("\n") for line in f]
+            texts = [line.rstrip("\n").split("\t")[-1] for line in f]
         if len(texts) < n:
             sys.exit(f"load_npy: {args.texts} has {len(texts)} rows, the vectors {n}")
     u = urllib.parse.urlparse(args.url)
