@@ -29,6 +29,47 @@ def request(conn, method, path, body, key):
     return resp.status, json.loads(data) if data else None
 
 
+def upload(url, collection, X, texts=None, distance="Cosine", batch=1000, api_key="", first_id=0, progress=None):
+    """Creates `collection` when missing and upserts the rows of X (n x d) as points first_id,
+    first_id + 1, ... (wait=true, `batch` per request), with {"text": texts[i]} payloads when
+    texts is given. progress(done, n) is called after each request. Returns the points count the
+    server then reports. SystemExit with the server's answer when a request is refused."""
+    n = X.shape[0]
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
+    base = f"/collections/{collection}"
+    status, _ = request(conn, "GET", base, None, api_key)
+    if status == 404:
+        status, body = request(conn, "PUT", base, {"vectors": {"size": int(X.shape[1]), "distance": distance}},
+                               api_key)
+        if status != 200:
+            sys.exit(f"load_npy: creating {collection}: {status} {body}")
+    for start in range(0, n, batch):
+        rows = np.asarray(X[start:min(start + batch, n)], dtype=np.float32)
+        points = []
+        for i, row in enumerate(rows):
+            p = {"id": first_id + start + i, "vector": row.tolist()}
+            if texts is not None:
+                p["payload"] = {"text": texts[start + i]}
+            points.append(p)
+        status, body = request(conn, "PUT", base + "/points?wait=true", {"points": points}, api_key)
+        if status != 200:
+            sys.exit(f"load_npy: upsert at row {start}: {status} {body}")
+        if progress:
+            progress(min(start + batch, n), n)
+    status, body = request(conn, "GET", base, None, api_key)
+    return body["result"]["points_count"]
+
+
+def read_texts(path, n):
+    """The last column of each line of a TSV (docs.tsv: row, synset, text), n lines at least."""
+    with open(path, encoding="utf-8") as f:
+        texts = [line.rstrip("\n").split("\t")[-1] for line in f]
+    if len(texts) < n:
+        sys.exit(f"load_npy: {path} has {len(texts)} rows, the vectors {n}")
+    return texts
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True)
@@ -44,41 +85,17 @@ def main():
 
     X = np.load(args.vectors, mmap_mode="r")
     n = X.shape[0] if args.limit <= 0 else min(args.limit, X.shape[0])
-    texts = None
-    if args.texts:
-        with open(args.texts, encoding="utf-8") as f:
-            texts = [line.rstrip("\n").split("\t")[-1] for line in f]
-        if len(texts) < n:
-            sys.exit(f"load_npy: {args.texts} has {len(texts)} rows, the vectors {n}")
-    u = urllib.parse.urlparse(args.url)
-    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
-    base = f"/collections/{args.collection}"
-    status, _ = request(conn, "GET", base, None, args.api_key)
-    if status == 404:
-        status, body = request(conn, "PUT", base, {"vectors": {"size": int(X.shape[1]), "distance": args.distance}},
-                               args.api_key)
-        if status != 200:
-            sys.exit(f"load_npy: creating {args.collection}: {status} {body}")
+    texts = read_texts(args.texts, n) if args.texts else None
     t0 = time.time()
-    for start in range(0, n, args.batch):
-        rows = np.asarray(X[start:min(start + args.batch, n)], dtype=np.float32)
-        points = []
-        for i, row in enumerate(rows):
-            p = {"id": start + i, "vector": row.tolist()}
-            if texts is not None:
-                p["payload"] = {"text": texts[start + i]}
-            points.append(p)
-        status, body = request(conn, "PUT", base + "/points?wait=true", {"points": points}, args.api_key)
-        if status != 200:
-            sys.exit(f"load_npy: upsert at row {start}: {status} {body}")
-        done = min(start + args.batch, n)
+
+    def progress(done, total):
         if sys.stderr.isatty():
-            print(f"\rload_npy: {done}/{n} points, {time.time() - t0:.1f} s", end="", file=sys.stderr, flush=True)
+            print(f"\rload_npy: {done}/{total} points, {time.time() - t0:.1f} s", end="", file=sys.stderr, flush=True)
+
+    count = upload(args.url, args.collection, X[:n], texts, args.distance, args.batch, args.api_key, progress=progress)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    status, body = request(conn, "GET", base, None, args.api_key)
-    print(f"load_npy: {args.collection} holds {body['result']['points_count']} points "
-          f"({n} loaded in {time.time() - t0:.1f} s)")
+    print(f"load_npy: {args.collection} holds {count} points ({n} loaded in {time.time() - t0:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ The server is stopped with SIGTERM and must exit 0. Results go to a Markdown tab
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import shlex
@@ -99,11 +100,42 @@ class Load:
                     if row["status"] == "200" and float(row["scheduled_s"]) >= self.warmup:
                         latencies.append(float(row["latency_ms"]))
         latencies.sort()
-        pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")
+        # Nearest rank, as loadgen reports it.
+        pick = lambda q: latencies[max(0, math.ceil(q * len(latencies)) - 1)] if latencies else float("nan")
         summary["latency_ms"] = {"p50": pick(0.50), "p99": pick(0.99), "p99_9": pick(0.999),
                                  "max": latencies[-1] if latencies else float("nan")}
         summary["achieved_rate"] = len(latencies) / self.duration
         return summary
+
+
+def measure_saturation(args, proc, url, rate, tmp, warmup=3.0):
+    """Offers `rate` (more than the server can answer) for args.duration s and returns what the
+    server itself completed per second (its /metrics count of searches run, read at two moments
+    inside the run), with the mean batch, where a search spent its time, the server's CPU use,
+    and the loadgens' own summary."""
+    lg = Load(args, url, rate, args.duration, warmup, tmp, "sat")
+    time.sleep(warmup + 2)
+    route = 'simkit_http_request_duration_seconds_sum{route="POST /collections/{name}/points/search"}'
+    names = ("simkit_batch_size_sum", "simkit_batch_size_count", "simkit_batch_queue_wait_seconds_sum", route)
+
+    def reading():
+        return time.monotonic(), [metric(url, n) for n in names], cpu_seconds(proc.pid)
+
+    t0, m0, c0 = reading()
+    time.sleep(max(1.0, args.duration - 4))
+    t1, m1, c1 = reading()
+    summary = lg.wait()
+    searches = max(1.0, m1[0] - m0[0])
+    summary.update({
+        "throughput": (m1[0] - m0[0]) / (t1 - t0),
+        "mean_batch": searches / max(1.0, m1[1] - m0[1]),
+        # waiting for its batch, and in all (headers read to response queued), averaged
+        "in_queue_ms": 1000 * (m1[2] - m0[2]) / searches,
+        "in_server_ms": 1000 * (m1[3] - m0[3]) / searches,
+        "cores": (c1 - c0) / (t1 - t0),
+        "cpu_us": 1e6 * (c1 - c0) / searches,
+    })
+    return summary
 
 
 def main():
@@ -130,32 +162,11 @@ def main():
         rate = float(overload.get(name, max(map(float, overload.values())) if overload else 2000))
         proc, url, log = start_server(args.simkit, args.data_dir, args.device, extra)
         try:
-            # 1. Saturation, measured by the server's own count of searches run.
-            warmup = 3.0
             with tempfile.TemporaryDirectory() as tmp:
-                lg = Load(args, url, rate, args.duration, warmup, tmp, "sat")
-                time.sleep(warmup + 2)
-                t0, n0 = time.monotonic(), metric(url, "simkit_batch_size_sum")
-                b0 = metric(url, "simkit_batch_size_count")
-                w0 = metric(url, "simkit_batch_queue_wait_seconds_sum")
-                route = 'simkit_http_request_duration_seconds_sum{route="POST /collections/{name}/points/search"}'
-                d0 = metric(url, route)
-                c0 = cpu_seconds(proc.pid)
-                time.sleep(max(1.0, args.duration - 4))
-                t1, n1 = time.monotonic(), metric(url, "simkit_batch_size_sum")
-                b1 = metric(url, "simkit_batch_size_count")
-                w1 = metric(url, "simkit_batch_queue_wait_seconds_sum")
-                d1 = metric(url, route)
-                c1 = cpu_seconds(proc.pid)
-                sat = lg.wait()
-                throughput = (n1 - n0) / (t1 - t0)
-                mean_batch = (n1 - n0) / max(1.0, b1 - b0)
-                # Where a search spends its time inside the server: waiting for its batch, and in all
-                # (headers read to response queued), averaged over the window.
-                in_queue_ms = 1000 * (w1 - w0) / max(1.0, n1 - n0)
-                in_server_ms = 1000 * (d1 - d0) / max(1.0, n1 - n0)
-                cores = (c1 - c0) / (t1 - t0)
-                cpu_us = 1e6 * (c1 - c0) / max(1.0, n1 - n0)
+                sat = measure_saturation(args, proc, url, rate, tmp)
+                throughput, mean_batch = sat["throughput"], sat["mean_batch"]
+                in_queue_ms, in_server_ms, cores, cpu_us = (sat["in_queue_ms"], sat["in_server_ms"], sat["cores"],
+                                                            sat["cpu_us"])
                 print(f"[{name}] offered {rate:.0f}/s: server ran {throughput:.0f} searches/s "
                       f"(mean batch {mean_batch:.1f}, mean {in_queue_ms:.2f} ms queued, {in_server_ms:.2f} ms in the "
                       f"server; {cores:.2f} cores busy, {cpu_us:.0f} CPU us per search); loadgen: {sat['status_200']} x 200, "
