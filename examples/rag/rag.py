@@ -40,20 +40,29 @@ class Server:
         u = urllib.parse.urlparse(url)
         if u.scheme != "http" or not u.hostname:
             sys.exit(f"rag: --url must be http://HOST:PORT, got {url!r}")
-        self.conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=120)
+        self.host, self.port = u.hostname, u.port or 80
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
         self.url, self.api_key = url, api_key
 
     def call(self, method: str, path: str, body: object = None) -> tuple[int, dict]:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["api-key"] = self.api_key
-        try:
-            self.conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
-            resp = self.conn.getresponse()
-            data = resp.read()
-        except (ConnectionError, OSError) as e:
-            sys.exit(f"rag: no server at {self.url} ({e}); start one: simkit serve --data-dir /tmp/rag-data")
-        return resp.status, json.loads(data) if data else {}
+        payload = None if body is None else json.dumps(body)
+        for attempt in (1, 2):
+            try:
+                self.conn.request(method, path, body=payload, headers=headers)
+                resp = self.conn.getresponse()
+                data = resp.read()
+                return resp.status, json.loads(data) if data else {}
+            except (ConnectionError, OSError, http.client.HTTPException) as e:
+                # The server closes keep-alive connections idle for a minute (a long first load):
+                # one new connection, then give up.
+                self.conn.close()
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+                if attempt == 2:
+                    sys.exit(f"rag: no server at {self.url} ({e}); start one: simkit serve --data-dir /tmp/rag-data")
+        raise AssertionError("unreachable")
 
 
 def model_directory() -> pathlib.Path | None:
