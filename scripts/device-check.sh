@@ -3,12 +3,15 @@
 # run compute-sanitizer (memcheck, racecheck) over them, then the benchmarks and the PyTorch
 # peer script, and leave logs plus a short table under $OUT.
 #
-#   bash scripts/device-check.sh [all|tests|sanitize|bench|regression|wordnet|serve]   (default: all)
+#   bash scripts/device-check.sh [all|tests|sanitize|bench|regression|wordnet|serve|serve-experiment]
+#                                                                              (default: all)
 #
 # tests: the gpu tests, the digits run and compute-sanitizer; wordnet: `simkit kmeans` on the
 # WordNet embeddings (re-embedded from a carried .wn bundle when the data is not there); serve:
 # WordNet loaded into `simkit serve` on the GPU, then bench/server/serve_throughput.py (SERVE_*
-# variables below the build); sanitize: compute-sanitizer only
+# variables below the build); serve-experiment: scripts/serve-experiment.sh gpu (the seed's
+# patterns and the sweep, SERVE_PHASE=all|patterns|sweep, its configurations side by side);
+# sanitize: compute-sanitizer only
 # (a second call when the first ran out of time); regression: BASE_SRC (another source tree,
 # e.g. `git archive OLD | tar -x -C .wt/base-src`, carried) is built beside this one and
 # `bench pairwise` / `bench knn` of both run alternately (scripts/bench-regression.sh,
@@ -231,6 +234,12 @@ if [ "$what" = serve ] && [ -f "$wordnet_npy" ]; then
     --config "batched=${SERVE_BATCHED_ARGS:---max-batch 64}" "${extra[@]}" --config "unbatched=--max-batch 1" \
     --overload "batched=${SERVE_OVERLOAD:-40000}" --overload "unbatched=${SERVE_OVERLOAD_1:-12000}" \
     --duration "${SERVE_DURATION:-15}" --loadgens "${SERVE_LOADGENS:-4}" --out "$OUT/serve-gpu.md" 2>&1 | tee -a "$OUT/summary.txt" || status=1
+fi
+if [ "$what" = serve-experiment ] && [ -f "$wordnet_npy" ]; then
+  log "serve-experiment (${SERVE_PHASE:-all}): WordNet, the seed's arrival patterns and a sweep to saturation, GPU"
+  SIMKIT_CLI="$build/apps/cli/simkit" DATA_DIR="${SERVE_DATA:-$root/build-device/serve-data}" WORDNET_NPY="$wordnet_npy" \
+    OUT_PREFIX="$OUT/gpu-serve-experiment" PARALLEL=${PARALLEL:-1} \
+    bash "$root/scripts/serve-experiment.sh" gpu "${SERVE_PHASE:-all}" 2>&1 | tee -a "$OUT/summary.txt" || status=1
 fi
 if [ -n "${base_pid:-}" ]; then
   if wait "$base_pid"; then

@@ -48,8 +48,9 @@ if [ ! -d "$data/collections/wordnet" ]; then
   spid=$!
   for _ in $(seq 300); do grep -q listening "$data.load.out" 2>/dev/null && break; sleep 0.1; done
   url=$(grep -o 'http://[^ ]*' "$data.load.out")
-  "$py" "$root/bench/server/load_npy.py" --url "$url" --collection wordnet --vectors "$npy" \
-    --texts "$wordnet/docs.tsv" --batch 2000
+  texts=()  # the glosses as payloads, where docs.tsv is there (the searches do not ask for them)
+  [ -f "$wordnet/docs.tsv" ] && texts=(--texts "$wordnet/docs.tsv")
+  "$py" "$root/bench/server/load_npy.py" --url "$url" --collection wordnet --vectors "$npy" "${texts[@]}" --batch 2000
   kill -TERM "$spid"
   wait "$spid"
 fi
