@@ -541,6 +541,10 @@ void run_loadgen(LoadgenOptions o) {
     write_csv(o.csv, records);
     std::printf("wrote %s (one row per request, the warmup's included)\n", o.csv.c_str());
   }
+  if (!o.json.empty()) {
+    write_text(o.json, json_document(s, info));
+    std::printf("wrote %s\n", o.json.c_str());
+  }
   if (!o.plot.empty()) {
     // The plot reads the per-request CSV: --csv's, or a temporary one beside the image.
     const std::string csv = o.csv.empty() ? o.plot + ".requests.csv" : o.csv;
@@ -554,10 +558,6 @@ void run_loadgen(LoadgenOptions o) {
       throw;
     }
     if (o.csv.empty()) std::remove(csv.c_str());
-  }
-  if (!o.json.empty()) {
-    write_text(o.json, json_document(s, info));
-    std::printf("wrote %s\n", o.json.c_str());
   }
   std::fflush(stdout);
 }

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,12 +44,19 @@ int run_process(const std::vector<std::string>& args, bool quiet) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// $SIMKIT_PYTHON, else python3 from PATH.
+std::string python() {
+  const char* p = std::getenv("SIMKIT_PYTHON");
+  return p && *p ? p : "python3";
+}
+
 }  // namespace
 
 void check_plotting() {
-  if (run_process({"python3", "-c", "import matplotlib"}, true) != 0)
-    throw Error(ErrorCode::invalid_argument,
-                "--plot needs python3 with matplotlib: pip install matplotlib (or apt install python3-matplotlib)");
+  if (run_process({python(), "-c", "import matplotlib"}, true) != 0)
+    throw Error(ErrorCode::invalid_argument, "--plot needs " + python() +
+                                                 " with matplotlib: pip install matplotlib (or apt install "
+                                                 "python3-matplotlib; SIMKIT_PYTHON names another interpreter)");
 }
 
 void plot_latency(const std::string& csv, const std::string& image, double warmup_s, const std::string& title) {
@@ -61,8 +69,9 @@ void plot_latency(const std::string& csv, const std::string& image, double warmu
     std::ofstream f(name, std::ios::binary | std::ios::trunc);
     f << plot_latency_py;
   }
-  const int status = run_process(
-      {"python3", name, "--out", image, "--warmup", std::to_string(warmup_s), "--title", title, "latencies of the 200 responses=" + csv}, false);
+  const int status = run_process({python(), name, "--out", image, "--warmup", std::to_string(warmup_s), "--title",
+                                  title, "latencies of the 200 responses=" + csv},
+                                 false);
   std::error_code ignored;
   fs::remove(name, ignored);
   if (status != 0)

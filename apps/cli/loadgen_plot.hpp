@@ -1,6 +1,7 @@
 #pragma once
 // `simkit loadgen --plot`: the latency histogram of a run, drawn by python3 + matplotlib running
-// bench/server/plot_latency.py (compiled into the binary) on the run's per-request CSV.
+// bench/server/plot_latency.py (compiled into the binary) on the run's per-request CSV. The
+// interpreter is $SIMKIT_PYTHON when set (a virtualenv's), else python3 from PATH.
 
 #include <string>
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import pathlib
 import shutil
 import subprocess
@@ -143,8 +144,9 @@ def test_a_silent_server_cannot_stretch_the_run(tmp_path: pathlib.Path) -> None:
 
 
 def test_plot_draws_the_histogram(tmp_path: pathlib.Path) -> None:
-    if shutil.which("python3") is None or subprocess.run(["python3", "-c", "import matplotlib"]).returncode != 0:
-        pytest.skip("python3 with matplotlib is not installed: --plot has nothing to draw with")
+    python = os.environ.get("SIMKIT_PYTHON", "python3")
+    if shutil.which(python) is None or subprocess.run([python, "-c", "import matplotlib"]).returncode != 0:
+        pytest.skip(f"{python} has no matplotlib: --plot has nothing to draw with")
     with StubServer(delay=lambda i: 0.002) as stub:
         _, _, _, text = loadgen(tmp_path, stub.url, "--rate", "100", "--duration", "1", "--plot",
                                 str(tmp_path / "hist.png"))
@@ -158,4 +160,9 @@ def test_bad_outputs_are_refused_before_the_run(tmp_path: pathlib.Path) -> None:
                "--rate", "10", "--duration", "1", "--plot", str(tmp_path / "missing" / "h.png")]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         assert proc.returncode != 0 and "--plot" in proc.stderr, proc.stderr
+        # An interpreter that cannot draw is found out before the run, not after it.
+        cmd[-1] = str(tmp_path / "h.png")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "SIMKIT_PYTHON": str(tmp_path / "no-python")})
+        assert proc.returncode != 0 and "matplotlib" in proc.stderr, proc.stderr
         assert stub.records == []  # nothing was sent
