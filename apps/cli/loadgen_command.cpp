@@ -450,7 +450,6 @@ void write_text(const std::string& path, const std::string& text) {
 void run_loadgen(LoadgenOptions o) {
   // Everything that needs neither a file nor the network first.
   const Target target = parse_url(o.url);
-  if (o.collection.empty()) bad("--collection must not be empty");
   if (o.api_key.find_first_of("\r\n") != std::string::npos) bad("--api-key must not hold a line break");
   if (o.limit < 1) bad("--limit must be at least 1, got " + std::to_string(o.limit));
   if (!(std::isfinite(o.duration) && o.duration > 0)) bad("--duration must be > 0 seconds, got " + number(o.duration));
@@ -497,10 +496,6 @@ void run_loadgen(LoadgenOptions o) {
   const Matrix<float> Q = read_points(o.queries, "--queries");
   const int64_t first = first_query(o.seed, Q.rows());
   const int64_t distinct = std::min<int64_t>(Q.rows(), int64_t(at.size()));
-  const std::vector<std::string> requests =
-      build_requests(target, o.collection, o.api_key, Q, o.limit, first, distinct);
-  std::vector<Record> records(at.size());
-  for (size_t i = 0; i < at.size(); ++i) records[i].scheduled_ns = at[i];
 
   const std::string where = target.host_header;
   asio::io_context ioc(1);
@@ -511,6 +506,11 @@ void run_loadgen(LoadgenOptions o) {
     endpoints = resolver.resolve(target.host, target.port, ec);
     if (ec) throw Error(ErrorCode::io, "cannot resolve '" + target.host + "': " + describe(ec));
   }
+  if (o.collection.empty()) o.collection = only_collection(ioc, endpoints, target, o.api_key);
+  const std::vector<std::string> requests =
+      build_requests(target, o.collection, o.api_key, Q, o.limit, first, distinct);
+  std::vector<Record> records(at.size());
+  for (size_t i = 0; i < at.size(); ++i) records[i].scheduled_ns = at[i];
   probe(ioc, endpoints, requests.front(), where);
   const std::optional<BatchHistogram> batches_before = read_batch_histogram(ioc, endpoints, target, o.api_key);
 
@@ -571,7 +571,7 @@ void add_loadgen_command(CLI::App& app) {
       "Open-loop HTTP load on a server's search route (POST /collections/NAME/points/search): requests at "
       "scheduled times, latency from the scheduled time, late requests dropped and counted");
   sub->add_option("--url", o->url, "the server, http://HOST:PORT (plain http; an optional path prefix)")->required();
-  sub->add_option("--collection", o->collection, "the collection to search")->required();
+  sub->add_option("--collection", o->collection, "the collection to search (default: the server's only one)");
   sub->add_option("--api-key", o->api_key, "sent as the api-key header")->envname("SIMKIT_API_KEY");
   sub->add_option("--queries", o->queries,
                   "query vectors (m x d): .npy (float32, float16), .fvecs, ...; used round-robin")

@@ -1,6 +1,7 @@
 #include "loadgen_server.hpp"
 
 #include <cstdio>
+#include <vector>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
@@ -8,6 +9,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <nlohmann/json.hpp>
 #include <simkit/error.hpp>
 
 #include "cli_support.hpp"
@@ -66,6 +68,29 @@ Reply exchange(asio::io_context& ioc, const tcp::resolver::results_type& endpoin
   r.reason = std::string(parser.get().reason());
   r.body = std::move(parser.get().body());
   return r;
+}
+
+std::string only_collection(asio::io_context& ioc, const tcp::resolver::results_type& endpoints, const Target& target,
+                            const std::string& api_key) {
+  std::string request = "GET " + target.prefix + "/collections HTTP/1.1\r\nHost: " + target.host_header +
+                        "\r\nUser-Agent: simkit-loadgen\r\nConnection: close\r\n";
+  if (!api_key.empty()) request += "api-key: " + api_key + "\r\n";
+  const Reply r = exchange(ioc, endpoints, request + "\r\n", target.host_header, std::chrono::seconds(10));
+  if (r.status != 200)
+    bad("--collection not given, and GET /collections answered HTTP " + std::to_string(r.status) + " " + r.reason +
+        ": name the collection");
+  std::vector<std::string> names;
+  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("result") && j["result"].is_object() && j["result"].contains("collections") &&
+      j["result"]["collections"].is_array())
+    for (const auto& c : j["result"]["collections"])
+      if (c.is_object() && c.contains("name") && c["name"].is_string()) names.push_back(c["name"].get<std::string>());
+  if (names.size() == 1) return names.front();
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  bad(names.empty() ? "--collection not given, and the server lists no collection"
+                    : "--collection not given, and the server has " + std::to_string(names.size()) + " collections (" +
+                          list + "): name one");
 }
 
 void probe(asio::io_context& ioc, const tcp::resolver::results_type& endpoints, const std::string& request,

@@ -8,6 +8,7 @@ Knobs (all optional):
   stall      (i, seconds): when search i arrives the server freezes for that long: every search
              received until then is answered only when the freeze ends
   hang_after searches after this many are never answered (the connection stays open)
+GET /collections lists `collections` (default ["c"]); the paths searched are kept in `paths`.
 GET /metrics serves a simkit_batch_size histogram that grows with every answered search
 (batch sizes 1, 2, 3, 1, 2, 3, ...), so loadgen's report of it can be checked.
 """
@@ -21,8 +22,11 @@ from typing import Callable
 
 class StubServer:
     def __init__(self, delay: Callable[[int], float] = lambda i: 0.0, status: Callable[[int], int] = lambda i: 200,
-                 stall: tuple[int, float] | None = None, hang_after: int | None = None) -> None:
+                 stall: tuple[int, float] | None = None, hang_after: int | None = None,
+                 collections: tuple[str, ...] = ("c",)) -> None:
         self.delay, self.status, self.stall, self.hang_after = delay, status, stall, hang_after
+        self.collections = collections
+        self.paths: set[str] = set()
         self.records: list[tuple[int, float, float, int]] = []  # (index, received, answered, status)
         self.batch_sizes: list[int] = []
         self._count = 0
@@ -88,7 +92,11 @@ class StubServer:
                     await reader.readexactly(length)
                 if method == "GET" and target.endswith("/metrics"):
                     body, status = self._metrics(), 200
+                elif method == "GET" and target.endswith("/collections"):
+                    names = ",".join(f'{{"name":"{n}"}}' for n in self.collections)
+                    body, status = f'{{"result":{{"collections":[{names}]}},"status":"ok"}}'.encode(), 200
                 else:
+                    self.paths.add(target)
                     i = self._count
                     self._count += 1
                     if self.hang_after is not None and i > self.hang_after:
@@ -105,7 +113,7 @@ class StubServer:
                 writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
                              f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
                 await writer.drain()
-                if not (method == "GET" and target.endswith("/metrics")):
+                if method == "POST":
                     self.records.append((i, received, time.monotonic(), status))
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass

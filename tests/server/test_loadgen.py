@@ -26,12 +26,14 @@ def nearest_rank(sorted_values: list[float], q: float) -> float:
     return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
 
 
-def loadgen(tmp_path: pathlib.Path, url: str, *args: str, timeout: float = 60) -> tuple[dict, list[dict], float, str]:
+def loadgen(tmp_path: pathlib.Path, url: str, *args: str, timeout: float = 60,
+            collection: str | None = "c") -> tuple[dict, list[dict], float, str]:
     queries = tmp_path / "q.npy"
     if not queries.exists():
         np.save(queries, np.random.default_rng(0).standard_normal((7, 5)).astype(np.float32))
     out_json, out_csv = tmp_path / "run.json", tmp_path / "run.csv"
-    cmd = [cli_path(), "loadgen", "--url", url, "--collection", "c", "--queries", str(queries),
+    named = ["--collection", collection] if collection is not None else []
+    cmd = [cli_path(), "loadgen", "--url", url, *named, "--queries", str(queries),
            "--json", str(out_json), "--csv", str(out_csv), *args]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -152,6 +154,17 @@ def test_plot_draws_the_histogram(tmp_path: pathlib.Path) -> None:
                                 str(tmp_path / "hist.png"))
     assert (tmp_path / "hist.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob("hist.png.requests.csv")), "the temporary CSV was left behind"
+
+
+def test_without_collection_the_servers_only_one_is_searched(tmp_path: pathlib.Path) -> None:
+    with StubServer(collections=("wordnet",)) as stub:
+        report, _, _, _ = loadgen(tmp_path, stub.url, "--rate", "50", "--duration", "1", collection=None)
+        assert report["status_200"] == 50 and stub.paths == {"/collections/wordnet/points/search"}
+    with StubServer(collections=("a", "b")) as stub:
+        proc = subprocess.run([cli_path(), "loadgen", "--url", stub.url, "--queries", str(tmp_path / "q.npy"),
+                               "--rate", "10", "--duration", "1"], capture_output=True, text=True, timeout=30)
+        assert proc.returncode != 0 and "2 collections (a, b)" in proc.stderr, proc.stderr
+        assert stub.records == []
 
 
 def test_bad_outputs_are_refused_before_the_run(tmp_path: pathlib.Path) -> None:
