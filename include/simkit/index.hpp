@@ -6,8 +6,19 @@
 //   ivf_flat   an inverted file: k-means (kmeans.hpp) splits the space into `nlist` cells, each
 //              vector is stored in its cell's list, and a query scans only the `nprobe` lists
 //              whose centroids are nearest to it. Approximate; nprobe = nlist is exact.
+//   ivf_pq     the same cells, but each vector is stored as m one-byte codes of its residual to
+//              its cell's centroid (product quantization): m bytes per vector instead of 4 dim.
+//              Lists are scanned through per-(query, cell) lookup tables; with refine = R the
+//              best R k of them are re-ranked exactly against the original vectors, kept for
+//              that purpose (refine = 0 keeps codes only and returns the codes' estimates).
+//   lsh        locality-sensitive hashing: `tables` hash tables, each keyed by `bits` hashes --
+//              random hyperplane signs for dot / cosine / pearson, quantized random projections
+//              (p-stable: Gaussian for l2, Cauchy for l1) for distances. A query's candidates
+//              are the vectors sharing a probed bucket in any table, re-scored exactly. The
+//              defaults (6 tables x 2 bits, one probe) are the seed document's configuration.
 //
-// Both store the vectors as given (float32) and run on the CPU or the GPU (Context::device).
+// All run on the CPU or the GPU (Context::device). flat, ivf_flat and lsh store the vectors as
+// given (float32).
 // Results follow knn's rule: candidates are re-scored in float64 and ranked by (value, id), best
 // first, with the metric's own value (a distance, or a similarity for dot / cosine / pearson).
 // Where fewer than k vectors can be returned (k > size(), or the probed lists or the allow-list
@@ -50,12 +61,33 @@ namespace simkit {
 /// nprobe value meaning "the seed document's rule": probe ceil(0.8 * nlist) lists.
 inline constexpr int64_t kSeedProbes = -1;
 
+/// What one search found, for the caller to inspect (SearchParams::stats). Counts add up over
+/// the searches given the same struct.
+struct SearchStats {
+  /// Queries that got fewer than k candidates (lsh's buckets, ivf_pq / ivf_flat's probed lists
+  /// or an allow-list held fewer): their rows are padded, never topped up by a silent full scan.
+  int64_t short_rows = 0;
+  /// Candidates compared with the queries, summed over the queries (lsh: distinct bucket
+  /// members; ivf: rows of the probed lists).
+  int64_t candidates = 0;
+};
+
 /// Per-search knobs; 0 means the index's own default.
 struct SearchParams {
   /// ivf_flat: lists scanned per query, 1..nlist (larger values are clamped to nlist), or
   /// kSeedProbes. 0: the default set at build time ("nprobe=" in the description), which is
-  /// itself max(1, nlist / 32) unless given. Ignored by flat, and with `allowed`.
+  /// itself max(1, nlist / 32) unless given. ivf_pq alike. Ignored by flat, lsh, and with `allowed`.
   int64_t nprobe = 0;
+  /// ivf_pq: re-rank the best refine * k candidates of the code scan exactly (more than the
+  /// probed lists hold: all of them). 0: the index's "refine=". An index built with refine=0
+  /// keeps no vectors to re-rank with and refuses a positive value. Ignored by the others.
+  int64_t refine = 0;
+  /// lsh: buckets probed per table, the query's own first, then those reached by flipping its
+  /// least confident hashes (multi-probe). At least the table's bucket count: every bucket.
+  /// 0: the index's "probes=". Ignored by the others.
+  int64_t probes = 0;
+  /// When set, the search adds what it found to *stats (see SearchStats).
+  SearchStats* stats = nullptr;
   /// When set, only stored vectors whose ids are in this list may be returned; the list is
   /// sorted ascending without repeats (Error(invalid_argument) otherwise: sorted, it meets the
   /// index's ids in one walk) and in host memory. Ids not stored are ignored; an empty list
@@ -73,6 +105,29 @@ struct IvfFlatParams {
   uint64_t seed = 0;         // k-means++ and the sample ("seed=")
 };
 
+/// Build parameters of ivf_pq, from "ivf_pq,key=value,...". Codes are 8 bits (256 centroids
+/// per sub-space, fewer when training has fewer rows).
+struct IvfPqParams {
+  int64_t nlist = 1024;      // coarse k-means cells ("nlist=")
+  int64_t m = 0;             // sub-quantizers, a divisor of dim ("m="); 0: the largest divisor <= dim / 4
+  int64_t refine = 0;        // default re-rank depth ("refine="); > 0 keeps the original vectors
+  bool refine_on_device = true;  // GPU searches re-rank on the device ("refine_on=device|host")
+  int64_t nprobe = 0;        // as ivf_flat ("nprobe=", "nprobe=seed")
+  int64_t train_sample = 0;  // rows drawn for both k-means stages; 0: min(n, max(256 nlist, 65,536))
+  int iterations = 25;       // Lloyd iterations, coarse and per sub-space ("iterations=")
+  uint64_t seed = 0;         // ("seed=")
+};
+
+/// Build parameters of lsh, from "lsh,key=value,...". The defaults are the seed document's
+/// random-hyperplane configuration: 6 tables of 2 bits, one bucket probed per table.
+struct LshParams {
+  int64_t tables = 6;  // hash tables ("tables=")
+  int64_t bits = 2;    // hashes per table, 1..32 ("bits=")
+  int64_t probes = 1;  // default buckets probed per table ("probes=")
+  double width = 0;    // p-stable bucket width ("width="); 0: set by train() from the data
+  uint64_t seed = 0;   // the random projections ("seed=")
+};
+
 struct IndexSearchResult {
   Matrix<float> values;  // m x k, best first
   Matrix<int64_t> ids;   // m x k, the ids given to add(); -1 in padded slots
@@ -82,7 +137,7 @@ class Index {
  public:
   virtual ~Index() = default;
 
-  /// "flat" or "ivf_flat".
+  /// "flat", "ivf_flat", "ivf_pq" or "lsh".
   virtual std::string type() const = 0;
   /// A description the factory turns back into an empty index of the same kind and parameters.
   virtual std::string description() const = 0;
@@ -90,13 +145,15 @@ class Index {
   virtual Metric metric() const noexcept = 0;
   /// Vectors stored.
   virtual int64_t size() const = 0;
-  /// Whether add() may be called: always for flat; after train() for ivf_flat.
+  /// Whether add() may be called: always for flat; after train() for the others.
   virtual bool is_trained() const = 0;
-  /// Bytes the index holds in host memory (vectors, ids, centroids, per-row norms).
+  /// Bytes the index holds in host memory (vectors or codes, ids, centroids, code books, hash
+  /// tables, per-row norms).
   virtual size_t memory_bytes() const = 0;
 
   /// Learns what the index needs from representative vectors (n x dim, host): the k-means
-  /// cells of ivf_flat (n >= nlist); nothing for flat. Training again discards nothing only
+  /// cells of ivf_flat (n >= nlist); those and the code books of ivf_pq; the projections (and
+  /// the p-stable width) of lsh; nothing for flat. Training again discards nothing only
   /// when the index is empty: a non-empty index refuses it (Error(invalid_argument)).
   virtual void train(const Context& ctx, MatrixView<const float> X) = 0;
 
@@ -125,9 +182,12 @@ class Index {
   virtual void save(const std::string& path) const = 0;
 };
 
-/// An empty index from a description: "flat", or "ivf_flat" with optional ",key=value" pairs
-/// (nlist, nprobe, train_sample, iterations, seed; see IvfFlatParams). Throws
-/// Error(invalid_argument) naming the unknown kind, key or bad value, or a bad dim.
+/// An empty index from a description: "flat"; "ivf_flat" with optional ",key=value" pairs
+/// (nlist, nprobe, train_sample, iterations, seed; see IvfFlatParams); "ivf_pq" (nlist, m,
+/// refine, refine_on, nprobe, train_sample, iterations, seed; IvfPqParams), e.g.
+/// "ivf_pq,nlist=4096,m=32,refine=4"; "lsh" (tables, bits, probes, width, seed; LshParams), e.g.
+/// "lsh,tables=6,bits=2". Throws Error(invalid_argument) naming the unknown kind, key or bad
+/// value, or a bad dim.
 std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Metric metric);
 
 /// Reads an index written by Index::save. A missing, truncated, corrupted, foreign or

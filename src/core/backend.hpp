@@ -24,6 +24,7 @@
 #include "core/metric_plan.hpp"
 #include "core/raw_array.hpp"
 #include "index/ivf_lists.hpp"
+#include "index/ivf_pq_lists.hpp"
 
 namespace simkit::detail {
 
@@ -124,6 +125,24 @@ struct IvfSearchArgs {
   MatrixView<int64_t> ids;
 };
 
+/// One ivf_pq search (index/ivf_pq_index.cpp): Q (the queries as given, not prepared) may live
+/// on the device for the GPU backend; the outputs are host Q.rows x k. 1 <= nprobe <= nlist;
+/// the index holds >= 1 row. With refine > 0 (lists->keeps_vectors then holds) the best refine
+/// candidates of the code scan per query (refine >= k) are re-scored and ranked by knn's rule;
+/// with refine = 0 the best k by (approximate key, id) are returned with the metric's value of
+/// the approximate key. Rows short of k are padded and counted.
+struct IvfPqSearchArgs {
+  const IvfPqLists* lists = nullptr;
+  MatrixView<const float> Q;
+  int64_t k = 0;
+  int64_t nprobe = 0;
+  int64_t refine = 0;
+  MatrixView<float> values;
+  MatrixView<int64_t> ids;
+  int64_t* short_rows = nullptr;  // += queries padded
+  int64_t* candidates = nullptr;  // += rows of the probed lists, over the queries
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -151,6 +170,8 @@ class Backend {
   /// Scans the nprobe lists nearest each query and ranks the candidates exactly (cpu/ivf/,
   /// cuda/ivf/); a row short of k candidates is padded.
   virtual void ivf_search(const Context& ctx, const IvfSearchArgs& a) const = 0;
+  /// The ivf_pq scan through lookup tables, and the exact re-rank when asked (cpu/ivf/, cuda/ivf/).
+  virtual void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) const = 0;
 
   /// Copies host bytes into device memory (indexes hand their host results to device outputs).
   virtual void copy_to_device(const Context& ctx, void* dst, const void* src, size_t bytes) const;

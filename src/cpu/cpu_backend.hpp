@@ -22,6 +22,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<KmeansEngine> kmeans_engine(const Context& ctx, MatrixView<const float> X,
                                               bool spherical) const override;
   void ivf_search(const Context& ctx, const IvfSearchArgs& a) const override;
+  void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) const override;
   bool all_finite(const Context& ctx, MatrixView<const float> m) const override;
 };
 

@@ -3,6 +3,7 @@
 #include <simkit/index.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "index/index_file.hpp"
 #include "index/index_support.hpp"
 #include "index/ivf_flat_index.hpp"
+#include "index/ivf_pq_index.hpp"
+#include "index/lsh_index.hpp"
 
 namespace simkit {
 
@@ -39,13 +42,34 @@ int64_t parse_count(std::string_view description, std::string_view key, std::str
   return v;
 }
 
-IvfFlatParams parse_ivf_flat(std::string_view description, const std::vector<std::string_view>& parts) {
-  IvfFlatParams p;
+/// Calls on(key, value) for each ",key=value" after the kind; `known` lists the kind's keys for
+/// the error naming an unknown one (on returns false for those).
+template <class On>
+void for_each_pair(std::string_view description, const std::vector<std::string_view>& parts, const char* known,
+                   On on) {
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
     SIMKIT_EXPECTS(eq != std::string_view::npos, invalid_argument, "index description '", description, "': '", parts[i],
                    "' is not key=value");
     const std::string_view key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
+    if (!on(key, value))
+      detail::raise(ErrorCode::invalid_argument, "index description '", description, "': unknown ", parts.front(),
+                    " parameter '", key, "' (known: ", known, ")");
+  }
+}
+
+double parse_width(std::string_view description, std::string_view value) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  SIMKIT_EXPECTS(ec == std::errc{} && end == value.data() + value.size() && std::isfinite(v) && v >= 0,
+                 invalid_argument, "index description '", description,
+                 "': width must be a finite number >= 0 (0: from the data), got '", value, "'");
+  return v;
+}
+
+IvfFlatParams parse_ivf_flat(std::string_view description, const std::vector<std::string_view>& parts) {
+  IvfFlatParams p;
+  for_each_pair(description, parts, "nlist, nprobe, train_sample, iterations, seed", [&](auto key, auto value) {
     if (key == "nlist")
       p.nlist = parse_count(description, key, value, 1, int64_t(1) << 24);
     else if (key == "nprobe")
@@ -57,10 +81,71 @@ IvfFlatParams parse_ivf_flat(std::string_view description, const std::vector<std
     else if (key == "seed")
       p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
     else
-      detail::raise(ErrorCode::invalid_argument, "index description '", description, "': unknown ivf_flat parameter '",
-                    key, "' (known: nlist, nprobe, train_sample, iterations, seed)");
-  }
+      return false;
+    return true;
+  });
   return p;
+}
+
+IvfPqParams parse_ivf_pq(std::string_view description, const std::vector<std::string_view>& parts) {
+  IvfPqParams p;
+  for_each_pair(description, parts, "nlist, m, refine, refine_on, nprobe, train_sample, iterations, seed",
+                [&](auto key, auto value) {
+                  if (key == "nlist")
+                    p.nlist = parse_count(description, key, value, 1, int64_t(1) << 24);
+                  else if (key == "m")
+                    p.m = parse_count(description, key, value, 1, int64_t(1) << 20);
+                  else if (key == "refine")
+                    p.refine = parse_count(description, key, value, 0, int64_t(1) << 20);
+                  else if (key == "refine_on") {
+                    SIMKIT_EXPECTS(value == "device" || value == "host", invalid_argument, "index description '",
+                                   description, "': refine_on must be device or host, got '", value, "'");
+                    p.refine_on_device = value == "device";
+                  } else if (key == "nprobe")
+                    p.nprobe = value == "seed" ? kSeedProbes : parse_count(description, key, value, 1, int64_t(1) << 24);
+                  else if (key == "train_sample")
+                    p.train_sample = parse_count(description, key, value, 0, INT64_MAX);
+                  else if (key == "iterations")
+                    p.iterations = static_cast<int>(parse_count(description, key, value, 0, 1000));
+                  else if (key == "seed")
+                    p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
+                  else
+                    return false;
+                  return true;
+                });
+  return p;
+}
+
+LshParams parse_lsh(std::string_view description, const std::vector<std::string_view>& parts) {
+  LshParams p;
+  for_each_pair(description, parts, "tables, bits, probes, width, seed", [&](auto key, auto value) {
+    if (key == "tables")
+      p.tables = parse_count(description, key, value, 1, 4096);
+    else if (key == "bits")
+      p.bits = parse_count(description, key, value, 1, 32);
+    else if (key == "probes")
+      p.probes = parse_count(description, key, value, 1, int64_t(1) << 32);
+    else if (key == "width")
+      p.width = parse_width(description, value);
+    else if (key == "seed")
+      p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
+    else
+      return false;
+    return true;
+  });
+  return p;
+}
+
+/// The parameters of a loaded index, from its description section; a description that does
+/// not parse refuses the file.
+template <class Parse>
+auto parse_saved(const detail::IndexFile& f, Parse parse) {
+  const std::string description = f.text("description");
+  try {
+    return parse(description, split(description, ','));
+  } catch (const Error& e) {
+    detail::refuse_file(f, std::string("its description does not parse: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -85,24 +170,20 @@ std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Met
     return detail::make_flat_index(dim, metric);
   }
   if (kind == "ivf_flat") return detail::make_ivf_flat_index(dim, metric, parse_ivf_flat(description, parts));
+  if (kind == "ivf_pq") return detail::make_ivf_pq_index(dim, metric, parse_ivf_pq(description, parts));
+  if (kind == "lsh") return detail::make_lsh_index(dim, metric, parse_lsh(description, parts));
   detail::raise(ErrorCode::invalid_argument, "unknown index type '", kind, "' in '", description,
-                "' (known: flat, ivf_flat[,nlist=N,nprobe=N|seed,train_sample=N,iterations=N,seed=N])");
+                "' (known: flat, ivf_flat[,nlist=N,nprobe=N|seed,...], ivf_pq[,nlist=N,m=N,refine=N,...], "
+                "lsh[,tables=N,bits=N,probes=N,...])");
 }
 
 std::unique_ptr<Index> load_index(const std::string& path) {
   const detail::IndexFile f = detail::IndexFile::read(path);
   const std::string type = f.text("type");
   if (type == "flat") return detail::load_flat_index(f);
-  if (type == "ivf_flat") {
-    const std::string description = f.text("description");
-    IvfFlatParams p;
-    try {
-      p = parse_ivf_flat(description, split(description, ','));
-    } catch (const Error& e) {
-      detail::refuse_file(f, std::string("its description does not parse: ") + e.what());
-    }
-    return detail::load_ivf_flat_index(f, p);
-  }
+  if (type == "ivf_flat") return detail::load_ivf_flat_index(f, parse_saved(f, parse_ivf_flat));
+  if (type == "ivf_pq") return detail::load_ivf_pq_index(f, parse_saved(f, parse_ivf_pq));
+  if (type == "lsh") return detail::load_lsh_index(f, parse_saved(f, parse_lsh));
   throw Error(ErrorCode::io, "not a usable simkit index file: " + path + ": unknown index type '" + type + "'");
 }
 

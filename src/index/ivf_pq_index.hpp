@@ -1,0 +1,19 @@
+#pragma once
+// The ivf_pq index (include/simkit/index.hpp): construction, its description, loading.
+
+#include <memory>
+#include <string>
+
+#include <simkit/index.hpp>
+
+#include "index/index_file.hpp"
+
+namespace simkit::detail {
+
+/// "ivf_pq,..." with every parameter, the form make_index parses back.
+std::string describe_ivf_pq(const IvfPqParams& p);
+std::unique_ptr<Index> make_ivf_pq_index(int64_t dim, Metric metric, const IvfPqParams& p);
+/// `p` as parsed from the file's description section.
+std::unique_ptr<Index> load_ivf_pq_index(const IndexFile& f, const IvfPqParams& p);
+
+}  // namespace simkit::detail
