@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Recall@10 against queries per second, one panel per case, for every CSV of `simkit bench ann`
 and bench/peers/ann_peers.py given (same columns). Exact searches are drawn as single points at
-their recall; approximate indexes as curves over their sweep (nprobe or ef).
+their recall; approximate indexes as curves over their sweep (nprobe, ef, lsh probes or IndexLSH
+bits), one curve per configuration (the params column: ivf_pq's m and refine, lsh's tables and
+bits).
 
     python3 scripts/plot-ann.py simkit-ann.csv peers-ann.csv --out bench/results/ann.png
 """
@@ -35,6 +37,8 @@ def main():
             label = f'{r["system"]} {r["index"]} ({r["device"]})'
             if r["nlist"] not in ("", "0"):
                 label += f' nlist={r["nlist"]}'
+            if r.get("params"):
+                label += f' {r["params"]}'
             curves[label].append((float(r["recall_at_10"]), float(r["qps"]), r["nprobe"]))
         for label, pts in sorted(curves.items()):
             pts.sort()

@@ -202,13 +202,22 @@ void add_bench_command(CLI::App& app) {
   ann->data = "../shared/data/wordnet";
   auto* ann_cmd = bench_cmd->add_subcommand(
       "ann",
-      "Recall@10 against QPS and single-query latency for flat and ivf_flat over an nprobe sweep: the WordNet "
-      "MiniLM set (117,659 x 384, cosine), 1,000,000 x 128 clustered, the seed's 400,000 x 1,024 cosine case");
+      "Recall@10 against QPS and single-query latency for flat, ivf_flat and ivf_pq over an nprobe sweep and lsh over "
+      "a probes sweep: the WordNet MiniLM set (117,659 x 384, cosine), 1,000,000 x 128 clustered, the seed's "
+      "400,000 x 1,024 cosine case");
   add_common_options(ann_cmd, *ann, "timed batched searches per point (default 10 on the GPU, 3 on the CPU)",
                      "untimed batched searches before them (default 1)");
   ann_cmd->add_option("--cases", ann->cases, "which cases: wordnet, synthetic, seed")->capture_default_str();
-  ann_cmd->add_option("--nlist", ann->nlist, "ivf_flat cells")->capture_default_str();
+  ann_cmd->add_option("--indexes", ann->indexes, "which index types: flat, ivf_flat, ivf_pq, lsh")
+      ->capture_default_str();
+  ann_cmd->add_option("--nlist", ann->nlist, "ivf_flat and ivf_pq cells")->capture_default_str();
   ann_cmd->add_option("--nprobe", ann->sizes, "the nprobe sweep, comma-separated (default 1,2,4,...,128)");
+  ann_cmd->add_option("--pq-m", ann->pq_m, "ivf_pq one-byte codes per vector; 0: d / 8")->capture_default_str();
+  ann_cmd->add_option("--refine", ann->refine, "ivf_pq re-rank depths (x k), each over the nprobe sweep; 0: codes only")
+      ->capture_default_str();
+  ann_cmd->add_option("--lsh", ann->lsh, "lsh configurations, TABLESxBITS, comma-separated (6x2: the seed's)")
+      ->capture_default_str();
+  ann_cmd->add_option("--probes", ann->probes, "the lsh probes sweep (buckets per table)")->capture_default_str();
   ann_cmd->add_option("--single", ann->single, "queries timed one per call for p50 / p99")->capture_default_str();
   ann_cmd->add_option("--data", ann->data, "the WordNet directory (base, queries, truth)")->capture_default_str();
   ann_cmd->add_option("--save", ann->save, "write <case>_base.npy, _queries.npy, _truth.npy here for the peers");

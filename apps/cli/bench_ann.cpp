@@ -7,12 +7,15 @@
 //   seed       400,000 x 1,024 clustered and unit-normalised, cosine: the seed document's
 //              single-query case (1,000 queries; truth from exact k-NN)
 //
-// For flat (exact) and for ivf_flat at each --nprobe: recall@10 against the truth, QPS with
-// every query in one batched call (median of --repeat), single-query latency p50 / p99 over
-// --single queries sent one call at a time, plus build time and index memory. --save DIR writes
-// each case's base, queries and truth (<case>_base.npy, _queries.npy, _truth.npy) for
-// bench/peers/ann_peers.py, which measures FAISS and hnswlib on the same files with the same
-// columns; scripts/plot-ann.py draws them together.
+// For flat (exact), ivf_flat at each --nprobe, ivf_pq (m = --pq-m, each --refine depth) at each
+// --nprobe, and lsh (each --lsh tables x bits) at each --probes: recall@10 against the truth,
+// QPS with every query in one batched call (median of --repeat), single-query latency p50 / p99
+// over --single queries sent one call at a time, plus build time and index memory. The CSV's
+// nprobe column holds the swept knob (lsh: probes) and its params column the rest of the
+// configuration. --save DIR writes each case's base, queries and truth (<case>_base.npy,
+// _queries.npy, _truth.npy) for bench/peers/ann_peers.py, which measures FAISS, hnswlib and
+// the PyTorch peers on the same files with the same columns; scripts/plot-ann.py draws them
+// together.
 
 #include <algorithm>
 #include <chrono>
@@ -89,7 +92,7 @@ AnnCase load_case(const std::string& name, const Options& o, const Context& ctx)
 }
 
 struct Point {
-  std::string index;
+  std::string index, params;
   int64_t nlist = 0, nprobe = 0;
   double recall = 0, qps = 0, p50_ms = 0, p99_ms = 0, build_s = 0;
   size_t memory = 0;
@@ -101,9 +104,7 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-Point measure(const Setup& s, const Index& index, const AnnCase& c, int64_t nprobe, int64_t singles) {
-  SearchParams sp;
-  sp.nprobe = nprobe;
+Point measure(const Setup& s, const Index& index, const AnnCase& c, const SearchParams& sp, int64_t singles) {
   Point p;
   IndexSearchResult r;
   const std::vector<double> ms =
@@ -134,7 +135,8 @@ void run_ann_suite(const Options& o) {
       "  workload:  k = %lld; QPS = queries / median time of one batched search of all of them;\n"
       "             latency = one query per call, p50 / p99 over %lld calls; recall@10 vs float64 truth\n\n",
       (long long)kK, (long long)o.single);
-  std::string csv = "system,case,index,nlist,nprobe,recall_at_10,qps,p50_ms,p99_ms,build_s,memory_bytes,device\n";
+  std::string csv =
+      "system,case,index,nlist,nprobe,recall_at_10,qps,p50_ms,p99_ms,build_s,memory_bytes,device,params\n";
   const std::string device = s.ctx.device == Device::gpu ? "gpu" : "cpu";
   for (const std::string& name : names) {
     auto t0 = std::chrono::steady_clock::now();
@@ -146,38 +148,78 @@ void run_ann_suite(const Options& o) {
       write_matrix(o.save + "/" + name + "_queries.npy", c.queries.view());
       write_ids(o.save + "/" + name + "_truth.npy", c.truth.view());
     }
-    std::printf("  %-9s %7s %7s %9s %12s %9s %9s %9s %10s\n", "index", "nlist", "nprobe", "recall@10", "QPS", "p50 ms",
-                "p99 ms", "build s", "memory MB");
+    std::printf("  %-9s %-20s %7s %7s %9s %12s %9s %9s %9s %10s\n", "index", "params", "nlist", "knob", "recall@10",
+                "QPS", "p50 ms", "p99 ms", "build s", "memory MB");
     auto emit = [&](const Point& p) {
-      std::printf("  %-9s %7lld %7lld %9.4f %12.0f %9.3f %9.3f %9.2f %10.1f\n", p.index.c_str(), (long long)p.nlist,
-                  (long long)p.nprobe, p.recall, p.qps, p.p50_ms, p.p99_ms, p.build_s, double(p.memory) / 1e6);
+      std::printf("  %-9s %-20s %7lld %7lld %9.4f %12.0f %9.3f %9.3f %9.2f %10.1f\n", p.index.c_str(), p.params.c_str(),
+                  (long long)p.nlist, (long long)p.nprobe, p.recall, p.qps, p.p50_ms, p.p99_ms, p.build_s,
+                  double(p.memory) / 1e6);
       std::fflush(stdout);
       char line[512];
-      std::snprintf(line, sizeof line, "simkit,%s,%s,%lld,%lld,%.5f,%.1f,%.4f,%.4f,%.3f,%zu,%s\n", name.c_str(),
+      // params last and quoted: it holds commas.
+      std::snprintf(line, sizeof line, "simkit,%s,%s,%lld,%lld,%.5f,%.1f,%.4f,%.4f,%.3f,%zu,%s,\"%s\"\n", name.c_str(),
                     p.index.c_str(), (long long)p.nlist, (long long)p.nprobe, p.recall, p.qps, p.p50_ms, p.p99_ms,
-                    p.build_s, p.memory, device.c_str());
+                    p.build_s, p.memory, device.c_str(), p.params.c_str());
       csv += line;
     };
-    {
-      t0 = std::chrono::steady_clock::now();
-      auto flat = make_index("flat", c.base.cols(), c.metric);
-      flat->add(s.ctx, c.base.view());
-      const double build_s = seconds_since(t0);
-      Point p = measure(s, *flat, c, 0, o.single);
-      p.index = "flat", p.build_s = build_s, p.memory = flat->memory_bytes();
-      emit(p);
+    const std::vector<std::string> kinds = split_list(o.indexes, "--indexes");
+    const auto wants = [&](const char* kind) { return std::find(kinds.begin(), kinds.end(), kind) != kinds.end(); };
+    // Builds `description` over the case's base, then measures each search setting.
+    const auto sweep = [&](const std::string& description, const std::string& type, int64_t nlist,
+                           const std::vector<std::pair<SearchParams, std::string>>& settings) {
+      const auto started = std::chrono::steady_clock::now();
+      auto index = make_index(description, c.base.cols(), c.metric);
+      index->train(s.ctx, c.base.view());
+      index->add(s.ctx, c.base.view());
+      const double build_s = seconds_since(started);
+      for (const auto& [sp, params] : settings) {
+        Point p = measure(s, *index, c, sp, o.single);
+        p.index = type, p.nlist = nlist, p.nprobe = sp.nprobe > 0 ? sp.nprobe : sp.probes, p.params = params;
+        p.build_s = build_s, p.memory = index->memory_bytes();
+        emit(p);
+      }
+    };
+    const auto nprobe_sweep = [&](int64_t refine, const std::string& params) {
+      std::vector<std::pair<SearchParams, std::string>> settings;
+      for (int64_t np : nprobes) {
+        if (np > o.nlist) continue;
+        SearchParams sp;
+        sp.nprobe = np, sp.refine = refine;
+        settings.emplace_back(sp, params);
+      }
+      return settings;
+    };
+    const std::string seed = ",seed=" + std::to_string(o.seed);
+    if (wants("flat")) sweep("flat", "flat", 0, {{SearchParams{}, ""}});
+    if (wants("ivf_flat"))
+      sweep("ivf_flat,nlist=" + std::to_string(o.nlist) + seed, "ivf_flat", o.nlist, nprobe_sweep(0, ""));
+    if (wants("ivf_pq")) {
+      const int64_t m = o.pq_m > 0 ? o.pq_m : std::max<int64_t>(1, c.base.cols() / 8);
+      const std::vector<int64_t> refines = parse_int_list(o.refine, "--refine", "4");
+      // One index keeps the vectors; every re-rank depth (0: the codes' own estimates) searches it.
+      std::vector<std::pair<SearchParams, std::string>> settings;
+      for (int64_t r : refines) {
+        const std::string params = "m=" + std::to_string(m) + ",refine=" + std::to_string(r);
+        for (auto& setting : nprobe_sweep(r, params)) settings.push_back(setting);
+      }
+      sweep("ivf_pq,nlist=" + std::to_string(o.nlist) + ",m=" + std::to_string(m) + ",refine=4" + seed, "ivf_pq",
+            o.nlist, settings);
     }
-    t0 = std::chrono::steady_clock::now();
-    auto ivf = make_index("ivf_flat,nlist=" + std::to_string(o.nlist) + ",seed=" + std::to_string(o.seed),
-                          c.base.cols(), c.metric);
-    ivf->train(s.ctx, c.base.view());
-    ivf->add(s.ctx, c.base.view());
-    const double build_s = seconds_since(t0);
-    for (int64_t np : nprobes) {
-      if (np > o.nlist) continue;
-      Point p = measure(s, *ivf, c, np, o.single);
-      p.index = "ivf_flat", p.nlist = o.nlist, p.nprobe = np, p.build_s = build_s, p.memory = ivf->memory_bytes();
-      emit(p);
+    if (wants("lsh")) {
+      const std::vector<int64_t> probes = parse_int_list(o.probes, "--probes", "1,2");
+      for (const std::string& config : split_list(o.lsh, "--lsh")) {
+        const size_t x = config.find('x');
+        if (x == std::string::npos)
+          throw Error(ErrorCode::invalid_argument, "--lsh: '" + config + "' is not TABLESxBITS, e.g. 6x2");
+        const std::string params = "tables=" + config.substr(0, x) + ",bits=" + config.substr(x + 1);
+        std::vector<std::pair<SearchParams, std::string>> settings;
+        for (int64_t pr : probes) {
+          SearchParams sp;
+          sp.probes = pr;
+          settings.emplace_back(sp, params);
+        }
+        sweep("lsh," + params + seed, "lsh", 0, settings);
+      }
     }
     std::printf("\n");
   }

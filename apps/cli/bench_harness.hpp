@@ -49,6 +49,11 @@ struct Options {
   // ann only (cases, data, save and sizes = the nprobe list are shared with the above)
   int64_t nlist = 1024;
   int64_t single = 200;  // queries sent one at a time for the latency percentiles
+  std::string indexes = "flat,ivf_flat,ivf_pq,lsh";
+  int64_t pq_m = 0;                    // ivf_pq sub-quantizers; 0: d / 8
+  std::string refine = "4";            // ivf_pq re-rank depths, each over the nprobe sweep
+  std::string lsh = "6x2,16x8,32x12";  // lsh tables x bits, each over the probes sweep
+  std::string probes = "1,2,4,8,16,32,64";
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp

@@ -27,8 +27,11 @@ namespace simkit::cli {
 namespace {
 
 struct BuildOptions {
-  std::string base, type = "ivf_flat", metric, out, ids, nprobe;
+  std::string base, type = "ivf_flat", metric, out, ids, nprobe, description, refine_on = "device";
   int64_t nlist = 1024, train_sample = 0;
+  int64_t m = 0, refine = 4;                 // ivf_pq
+  int64_t tables = 6, bits = 2, probes = 1;  // lsh (the seed document's configuration)
+  double width = 0;
   int iterations = 25;
   uint64_t seed = 0;
   RunOptions run;
@@ -41,7 +44,7 @@ struct EditOptions {
 
 struct SearchOptions {
   std::string index, queries, ids, distances, truth, nprobe;
-  int64_t k = 0;
+  int64_t k = 0, refine = 0, probes = 0;
   RunOptions run;
 };
 
@@ -86,20 +89,37 @@ void report(const char* what, const Index& index, const std::string& path, doubl
                format_duration(seconds).c_str());
 }
 
+/// The factory description the build options name (include/simkit/index.hpp, make_index);
+/// --description wins over --type and its options.
+std::string build_description(const BuildOptions& o) {
+  if (!o.description.empty()) return o.description;
+  const auto cells = [&](const std::string& kind) {
+    std::string d = kind + ",nlist=" + std::to_string(o.nlist);
+    if (o.train_sample > 0) d += ",train_sample=" + std::to_string(o.train_sample);
+    if (!o.nprobe.empty()) d += ",nprobe=" + (o.nprobe == "seed" ? o.nprobe : std::to_string(parse_nprobe(o.nprobe)));
+    return d;
+  };
+  const std::string tail = ",iterations=" + std::to_string(o.iterations) + ",seed=" + std::to_string(o.seed);
+  if (o.type == "flat") return "flat";
+  if (o.type == "ivf_flat") return cells("ivf_flat") + tail;
+  if (o.type == "ivf_pq") {
+    if (o.refine_on != "device" && o.refine_on != "host")
+      bad("--refine-on must be device or host, got '" + o.refine_on + "'");
+    return cells("ivf_pq") + ",m=" + std::to_string(o.m) + ",refine=" + std::to_string(o.refine) +
+           ",refine_on=" + o.refine_on + tail;
+  }
+  if (o.type == "lsh") {
+    char width[32];
+    std::snprintf(width, sizeof width, "%.9g", o.width);
+    return "lsh,tables=" + std::to_string(o.tables) + ",bits=" + std::to_string(o.bits) +
+           ",probes=" + std::to_string(o.probes) + ",width=" + width + ",seed=" + std::to_string(o.seed);
+  }
+  bad("--type must be flat, ivf_flat, ivf_pq or lsh, got '" + o.type + "'");
+}
+
 void run_build(const BuildOptions& o) {
   const Metric metric = parse_metric(o.metric);
-  std::string description;
-  if (o.type == "flat") {
-    description = "flat";
-  } else if (o.type == "ivf_flat") {
-    description = "ivf_flat,nlist=" + std::to_string(o.nlist) + ",iterations=" + std::to_string(o.iterations) +
-                  ",seed=" + std::to_string(o.seed);
-    if (o.train_sample > 0) description += ",train_sample=" + std::to_string(o.train_sample);
-    if (!o.nprobe.empty())
-      description += ",nprobe=" + (o.nprobe == "seed" ? o.nprobe : std::to_string(parse_nprobe(o.nprobe)));
-  } else {
-    bad("--type must be flat or ivf_flat, got '" + o.type + "'");
-  }
+  const std::string description = build_description(o);
   check_output_path(o.out, "--out", {});  // any extension; the directory must be writable
   ProgressBar bar("index build");
   Context ctx = make_context(o.run, bar.callback());
@@ -108,7 +128,7 @@ void run_build(const BuildOptions& o) {
   std::vector<int64_t> ids;
   if (!o.ids.empty()) ids = read_id_list(o.ids, X.rows());
   std::unique_ptr<Index> index = make_index(description, X.cols(), metric);
-  if (o.type == "ivf_flat" && X.rows() < o.nlist)
+  if ((o.type == "ivf_flat" || o.type == "ivf_pq") && o.description.empty() && X.rows() < o.nlist)
     bad("--nlist " + std::to_string(o.nlist) + " exceeds the " + with_commas(X.rows()) +
         " vectors in --base; lower it");
   index->train(ctx, X.view());
@@ -144,8 +164,14 @@ void run_remove(const EditOptions& o) {
 
 void run_search(const SearchOptions& o) {
   if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
+  if (o.refine < 0) bad("--refine must be >= 0, got " + std::to_string(o.refine));
+  if (o.probes < 0) bad("--probes must be >= 0, got " + std::to_string(o.probes));
+  SearchStats stats;
   SearchParams sp;
   sp.nprobe = parse_nprobe(o.nprobe);
+  sp.refine = o.refine;
+  sp.probes = o.probes;
+  sp.stats = &stats;
   ProgressBar bar("index search");
   Context ctx = make_context(o.run, bar.callback());
   check_output_path(o.ids, "--ids", {".npy", ".ivecs"});
@@ -176,6 +202,11 @@ void run_search(const SearchOptions& o) {
   }
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
+  if (stats.short_rows > 0)
+    std::fprintf(stderr,
+                 "simkit index search: %s of %s queries had fewer than k = %lld candidates; their rows are padded "
+                 "with id -1 (probe more: --nprobe, --probes)\n",
+                 with_commas(stats.short_rows).c_str(), with_commas(Q.rows()).c_str(), (long long)o.k);
   std::fprintf(
       stderr, "simkit index search: %s queries, k = %lld, %s (%s vectors, %s) on %s: %s, %s queries/s (load %s)\n",
       with_commas(Q.rows()).c_str(), (long long)o.k, index->description().c_str(), with_commas(index->size()).c_str(),
@@ -210,9 +241,20 @@ void add_index_command(CLI::App& app) {
       "  flat      exact: every query is compared with every vector (the same results as `simkit knn`)\n"
       "  ivf_flat  k-means cells (--nlist); a search scans the --nprobe cells nearest each query.\n"
       "            --nprobe = nlist is exact; 'seed' probes ceil(0.8 nlist), the seed document's rule.\n"
+      "  ivf_pq    the same cells, each vector stored as --m one-byte codes (m bytes instead of 4 d);\n"
+      "            the best --refine x k of the code scan are re-ranked exactly against the original\n"
+      "            vectors (kept for it; --refine 0 keeps codes only and returns their estimates).\n"
+      "  lsh       --tables hash tables of --bits random-hyperplane signs (dot, cosine, pearson) or\n"
+      "            quantized projections (l2, sqeuclidean, l1); candidates sharing a probed bucket are\n"
+      "            re-scored exactly. The defaults (6 x 2, 1 probe) are the seed document's.\n"
+      "            --probes 2^bits probes every bucket of a sign table: exact.\n"
       "Example:\n"
       "  simkit index build --base base.npy --type ivf_flat --nlist 1024 --metric cosine --out wn.simkit\n"
       "  simkit index search --index wn.simkit --queries q.npy -k 10 --nprobe 32 --ids ids.npy --truth gt.ivecs\n"
+      "  simkit index build --base base.npy --type ivf_pq --nlist 1024 --m 48 --refine 4 --metric cosine --out "
+      "pq.simkit\n"
+      "  simkit index build --base base.npy --description lsh,tables=16,bits=8 --metric cosine --out lsh.simkit\n"
+      "  simkit index search --index lsh.simkit --queries q.npy -k 10 --probes 4 --ids ids.npy\n"
       "  simkit index add --index wn.simkit --base more.npy      # ids continue after the largest\n"
       "  simkit index remove --index wn.simkit --ids old.npy\n"
       "  simkit index info --index wn.simkit");
@@ -220,19 +262,33 @@ void add_index_command(CLI::App& app) {
   auto b = std::make_shared<BuildOptions>();
   auto* build = index->add_subcommand("build", "Train an index on --base, add every row, write it to --out");
   build->add_option("--base", b->base, "vectors (n x d): .npy, .fvecs, .bvecs or .ivecs")->required();
-  build->add_option("--type", b->type, "flat or ivf_flat")->capture_default_str();
+  build->add_option("--type", b->type, "flat, ivf_flat, ivf_pq or lsh")->capture_default_str();
+  build->add_option("--description", b->description,
+                    "the whole index description instead of --type and its options, e.g. "
+                    "'ivf_pq,nlist=4096,m=32,refine=4' or 'lsh,tables=6,bits=2'");
   build->add_option("--metric", b->metric, "l2, sqeuclidean, l1, dot, cosine or pearson")->required();
   build->add_option("--out", b->out, "index file to write (replaced atomically)")->required();
   build->add_option("--ids", b->ids, "one int64 id per row (.npy / .ivecs); default 0 .. n-1");
-  build->add_option("--nlist", b->nlist, "ivf_flat: k-means cells (~ 4 sqrt(n) is a usual start)")
+  build->add_option("--nlist", b->nlist, "ivf_flat, ivf_pq: k-means cells (~ 4 sqrt(n) is a usual start)")
       ->capture_default_str();
   build->add_option("--nprobe", b->nprobe, "ivf_flat: default cells per search, or 'seed'; default max(1, nlist / 32)");
   build
       ->add_option("--train-sample", b->train_sample,
                    "ivf_flat: k-means trains on this many rows; 0: min(n, 256 nlist)")
       ->capture_default_str();
-  build->add_option("--iterations", b->iterations, "ivf_flat: Lloyd iterations at most")->capture_default_str();
-  build->add_option("--seed", b->seed, "ivf_flat: k-means++ and sample seed")->capture_default_str();
+  build->add_option("--iterations", b->iterations, "ivf_flat, ivf_pq: Lloyd iterations at most")->capture_default_str();
+  build->add_option("--seed", b->seed, "k-means++, sample and projection seed")->capture_default_str();
+  build->add_option("--m", b->m, "ivf_pq: one-byte codes per vector, a divisor of d; 0: the largest <= d / 4")
+      ->capture_default_str();
+  build->add_option("--refine", b->refine, "ivf_pq: re-rank refine x k candidates exactly; 0 keeps no vectors")
+      ->capture_default_str();
+  build->add_option("--refine-on", b->refine_on, "ivf_pq: where a GPU search re-ranks: device or host")
+      ->capture_default_str();
+  build->add_option("--tables", b->tables, "lsh: hash tables")->capture_default_str();
+  build->add_option("--bits", b->bits, "lsh: hashes per table, 1..32")->capture_default_str();
+  build->add_option("--probes", b->probes, "lsh: default buckets probed per table")->capture_default_str();
+  build->add_option("--width", b->width, "lsh (l2, sqeuclidean, l1): bucket width; 0: from the data")
+      ->capture_default_str();
   add_run_options(build, b->run);
   build->callback([b] { run_build(*b); });
 
@@ -256,7 +312,9 @@ void add_index_command(CLI::App& app) {
   search->add_option("--queries", s->queries, "queries (m x d)")->required();
   search->add_option("-k,--k", s->k, "neighbours per query; beyond the index size rows are padded with id -1")
       ->required();
-  search->add_option("--nprobe", s->nprobe, "ivf_flat: cells to scan per query (1..nlist) or 'seed'");
+  search->add_option("--nprobe", s->nprobe, "ivf_flat, ivf_pq: cells to scan per query (1..nlist) or 'seed'");
+  search->add_option("--refine", s->refine, "ivf_pq: re-rank refine x k candidates exactly; 0: the index's");
+  search->add_option("--probes", s->probes, "lsh: buckets probed per table; 0: the index's");
   search->add_option("--ids", s->ids, "output ids, m x k: .npy (int64) or .ivecs (int32)")->required();
   search->add_option("--distances", s->distances, "also write the metric values, m x k float32: .npy or .fvecs");
   search->add_option("--truth", s->truth, "ground-truth ids (>= k per query): prints recall@k on stdout");

@@ -4,17 +4,26 @@
 them together.
 
   faiss    faiss-cpu (PyPI): IndexFlat (exact), IndexIVFFlat with the same nlist over an nprobe
-           sweep, IndexHNSWFlat (M = 32) over an efSearch sweep
+           sweep, IndexHNSWFlat (M = 32) over an efSearch sweep, IndexIVFPQ (same nlist, --pq-m
+           codes of 8 bits) wrapped in IndexRefineFlat (k_factor = each --refine) over the
+           nprobe sweep, and IndexLSH (one table of --lsh-nbits random-rotation signs searched
+           exhaustively in Hamming space) alone and with IndexRefineFlat (k_factor 10)
   hnswlib  hnswlib (PyPI): M = 16, ef_construction = 200, over an ef sweep
   torch    on the GPU: the IVF the seed document describes -- the nprobe nearest centroids of
            each query, gather their lists' vectors, distances, topk -- batched over queries by
            padding each batch's candidate lists (k-means in torch on a sample, same nlist)
+  torch_lsh  on the GPU: the seed's random-hyperplane LSH (Algorithm 3) for each --lsh
+           TABLESxBITS: a query's candidates are the rows sharing its bucket in any table (all rows
+           when none do: the seed's full-scan fallback), scored exactly, topk; batched with a
+           candidate mask per query
 
 Cosine cases are searched as inner product on unit rows (the saved rows are normalised here);
 recall@10 counts the first 10 truth ids found among the 10 returned, as simkit does.
 
     python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems faiss,hnswlib --csv peers.csv
+    python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems faiss_compressed --csv pq-lsh.csv
     python3 bench/peers/ann_peers.py --dir /tmp/ann --cases synthetic --systems torch --csv torch.csv
+    python3 bench/peers/ann_peers.py --dir /tmp/ann --cases seed --systems torch_lsh --lsh 6x2,4x1 --csv lsh.csv
 """
 
 import argparse
@@ -63,10 +72,10 @@ def measure(search, Q, T, repeat, single):
     return recall(ids, T), qps, float(np.percentile(lat, 50)), float(np.percentile(lat, 99))
 
 
-def row(system, case, index, nlist, nprobe, r, qps, p50, p99, build_s, memory, device):
+def row(system, case, index, nlist, nprobe, r, qps, p50, p99, build_s, memory, device, params=""):
     return (
         f"{system},{case},{index},{nlist},{nprobe},{r:.5f},{qps:.1f},{p50:.4f},{p99:.4f},"
-        f"{build_s:.3f},{memory},{device}"
+        f'{build_s:.3f},{memory},{device},"{params}"'
     )
 
 
@@ -113,6 +122,58 @@ def run_faiss(case, X, Q, T, a, out):
         hnsw.hnsw.efSearch = ef
         r, qps, p50, p99 = measure(lambda q: hnsw.search(q, K)[1], Q, T, a.repeat, a.single)
         out(row("faiss", case, "IndexHNSWFlat", 0, ef, r, qps, p50, p99, build, memory, "cpu"))
+
+
+def run_faiss_compressed(case, X, Q, T, a, out):
+    """IndexIVFPQ + IndexRefineFlat and IndexLSH, the peers of simkit's ivf_pq and lsh."""
+    import faiss
+
+    faiss.omp_set_num_threads(a.threads)
+    d = X.shape[1]
+    ip = METRIC[case] == "cosine"
+    metric = faiss.METRIC_INNER_PRODUCT if ip else faiss.METRIC_L2
+    m = a.pq_m or max(1, d // 8)
+    t0 = time.perf_counter()
+    quantizer = faiss.IndexFlatIP(d) if ip else faiss.IndexFlatL2(d)
+    ivfpq = faiss.IndexIVFPQ(quantizer, d, a.nlist, m, 8, metric)
+    ivfpq.train(X)
+    refined = faiss.IndexRefineFlat(ivfpq)  # keeps the vectors for the re-rank, as simkit's refine does
+    refined.add(X)
+    build = time.perf_counter() - t0
+    memory = serialized_bytes(refined)
+    for k_factor in a.refine:
+        for nprobe in a.nprobe:
+            if nprobe > a.nlist:
+                continue
+            ivfpq.nprobe = nprobe
+            if k_factor > 0:
+                refined.k_factor = float(k_factor)
+                search = lambda q: refined.search(q, K)[1]  # noqa: E731
+            else:
+                search = lambda q: ivfpq.search(q, K)[1]  # noqa: E731
+            r, qps, p50, p99 = measure(search, Q, T, a.repeat, a.single)
+            params = f"m={m},refine={k_factor}"
+            out(row("faiss", case, "IndexIVFPQ", a.nlist, nprobe, r, qps, p50, p99, build, memory, "cpu", params))
+
+    for nbits in a.lsh_nbits:
+        t0 = time.perf_counter()
+        lsh = faiss.IndexLSH(d, nbits, True, False)  # random rotation, thresholds at 0: sign bits
+        lsh.train(X)
+        lsh.add(X)
+        build = time.perf_counter() - t0
+        memory = serialized_bytes(lsh)
+        r, qps, p50, p99 = measure(lambda q: lsh.search(q, K)[1], Q, T, a.repeat, a.single)
+        out(row("faiss", case, "IndexLSH", 0, nbits, r, qps, p50, p99, build, memory, "cpu", f"nbits={nbits}"))
+        refined_lsh = faiss.IndexRefineFlat(lsh)
+        refined_lsh.add(X)  # the inner index is trained; RefineFlat adds to both
+        refined_lsh.k_factor = 10.0
+        r, qps, p50, p99 = measure(lambda q: refined_lsh.search(q, K)[1], Q, T, a.repeat, a.single)
+        out(
+            row(
+                "faiss", case, "IndexLSH+Refine", 0, nbits, r, qps, p50, p99, build,
+                serialized_bytes(refined_lsh), "cpu", f"nbits={nbits},refine=10",
+            )
+        )
 
 
 def run_hnswlib(case, X, Q, T, a, out):
@@ -225,6 +286,50 @@ def run_torch(case, X, Q, T, a, out):
         out(row("torch", case, "ivf_seed", a.nlist, nprobe, r, qps, p50, p99, build, X.nbytes, "gpu"))
 
 
+def run_torch_lsh(case, X, Q, T, a, out):
+    """The seed's Algorithm 3 in PyTorch: random hyperplanes, bucket match in any table, exact scores."""
+    import torch
+
+    dev = torch.device("cuda")
+    ip = METRIC[case] == "cosine"
+    Xd = torch.from_numpy(X).to(dev)
+    n, d = Xd.shape
+    sq = (Xd * Xd).sum(1)
+    g = torch.Generator(device=dev).manual_seed(0)
+    for config in a.lsh:
+        tables, bits = (int(v) for v in config.split("x"))
+        t0 = time.perf_counter()
+        planes = torch.randn(d, tables * bits, device=dev, generator=g)
+        weights = (2 ** torch.arange(bits, device=dev)).repeat(tables)
+
+        def codes(V):
+            b = ((V @ planes) > 0).to(torch.int64) * weights  # n x (tables * bits)
+            return b.view(len(V), tables, bits).sum(2)  # n x tables bucket numbers
+
+        Xc = torch.cat([codes(Xd[s : s + 65536]) for s in range(0, n, 65536)])
+        torch.cuda.synchronize()
+        build = time.perf_counter() - t0
+
+        def search(q):
+            qd = torch.from_numpy(q).to(dev)
+            res = []
+            batch = max(1, int(2**29 // (n * tables)))  # the B x n x tables match within 512 MiB
+            for s in range(0, len(qd), batch):
+                b = qd[s : s + batch]
+                match = (codes(b)[:, None, :] == Xc[None, :, :]).any(2)  # B x n candidates
+                match |= ~match.any(1, keepdim=True)  # the seed's fallback: no candidate, scan all
+                score = b @ Xd.T if ip else 2 * (b @ Xd.T) - sq
+                score = score.masked_fill(~match, float("-inf"))
+                res.append(torch.topk(score, K, dim=1).indices)
+            ids = torch.cat(res).cpu().numpy()
+            torch.cuda.synchronize()
+            return ids
+
+        r, qps, p50, p99 = measure(search, Q, T, a.repeat, a.single)
+        params = f"tables={tables},bits={bits}"
+        out(row("torch", case, "lsh_seed", 0, 1, r, qps, p50, p99, build, X.nbytes, "gpu", params))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dir", required=True)
@@ -237,23 +342,36 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--single", type=int, default=200)
     p.add_argument("--torch-batch", type=int, default=256, help="most queries per gathered batch")
+    p.add_argument("--pq-m", type=int, default=0, help="IndexIVFPQ codes per vector; 0: d / 8")
+    p.add_argument("--refine", default="4", help="IndexRefineFlat k_factors over the IVFPQ sweep (0: none)")
+    p.add_argument("--lsh-nbits", default="64,128,256,512,1024", help="IndexLSH code lengths")
+    p.add_argument("--lsh", default="6x2,16x8,32x12", help="torch_lsh TABLESxBITS configurations")
     p.add_argument("--csv", default="")
     a = p.parse_args()
     a.nprobe = [int(v) for v in a.nprobe.split(",")]
     a.ef = [int(v) for v in a.ef.split(",")]
-    lines = ["system,case,index,nlist,nprobe,recall_at_10,qps,p50_ms,p99_ms,build_s,memory_bytes,device"]
+    a.refine = [int(v) for v in a.refine.split(",")]
+    a.lsh_nbits = [int(v) for v in a.lsh_nbits.split(",")]
+    a.lsh = a.lsh.split(",")
+    lines = ["system,case,index,nlist,nprobe,recall_at_10,qps,p50_ms,p99_ms,build_s,memory_bytes,device,params"]
 
     def out(line):
         print(line, flush=True)
         lines.append(line)
 
     print(lines[0])
-    runners = {"faiss": run_faiss, "hnswlib": run_hnswlib, "torch": run_torch}
+    runners = {
+        "faiss": run_faiss,
+        "faiss_compressed": run_faiss_compressed,
+        "hnswlib": run_hnswlib,
+        "torch": run_torch,
+        "torch_lsh": run_torch_lsh,
+    }
     for case in a.cases.split(","):
         X, Q, T = load(a.dir, case)
         for system in a.systems.split(","):
             if system not in runners:
-                sys.exit(f"--systems: unknown '{system}' (faiss, hnswlib, torch)")
+                sys.exit(f"--systems: unknown '{system}' ({', '.join(runners)})")
             runners[system](case, X, Q, T, a, out)
     if a.csv:
         with open(a.csv, "w") as f:
