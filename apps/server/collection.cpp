@@ -48,7 +48,8 @@ Collection::Collection(const std::string& name, const fs::path& dir, std::unique
       metric_(metric_for_distance(config_.distance)),
       settings_(settings),
       metrics_(metrics),
-      points_gauge_(metrics.points(name)) {}
+      points_gauge_(metrics.points(name)),
+      short_searches_(metrics.short_searches(name)) {}
 
 std::shared_ptr<Collection> Collection::open(const std::string& name, const fs::path& dir,
                                              const CollectionSettings& settings, Metrics& metrics) {
@@ -294,13 +295,16 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
         k = std::max(k, q.offset + q.limit);
         std::copy(q.vector.begin(), q.vector.end(), Q.view().row(r));
       }
+      SearchStats stats;
       SearchParams params;
+      params.stats = &stats;
       std::vector<int64_t> allowed;
       if (!key.empty()) {
         allowed = allowed_ids(*batch[members[0]].job.query.filter, payloads_);
         params.allowed = ArrayView<const int64_t>(allowed);
       }
       const IndexSearchResult r = index_->search(settings_.ctx, Q.view(), k, params);
+      if (stats.short_rows > 0) short_searches_.Increment(static_cast<double>(stats.short_rows));
       for (int64_t row = 0; row < m; ++row) {
         SearchJob& job = batch[members[row]].job;
         const int64_t* ids = r.ids.view().row(row);

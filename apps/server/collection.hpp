@@ -130,6 +130,7 @@ class Collection {
   CollectionSettings settings_;
   Metrics& metrics_;
   prometheus::Gauge& points_gauge_;
+  prometheus::Counter& short_searches_;
 
   std::mutex writer_mutex_;          // one write (commit + apply) at a time; also guards saves
   mutable std::shared_mutex state_;  // index_ and payloads_: shared by searches, exclusive for writes

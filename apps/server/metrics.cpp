@@ -33,6 +33,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                    .Name("simkit_rejected_total")
                    .Help("Requests refused by load shedding: queue_full (503), deadline (504), connections (503)")
                    .Register(*registry_);
+  short_ = &prometheus::BuildCounter()
+                .Name("simkit_search_short_total")
+                .Help("Searches that got fewer candidates than they asked for (padded, never topped up by a full scan)")
+                .Register(*registry_);
   queue_wait_ = &prometheus::BuildHistogram()
                      .Name("simkit_batch_queue_wait_seconds")
                      .Help("Time a search waited in the batcher before its batch started")
@@ -70,9 +74,14 @@ prometheus::Gauge& Metrics::queue_depth(const std::string& collection) {
 
 prometheus::Gauge& Metrics::points(const std::string& collection) { return points_->Add({{"collection", collection}}); }
 
+prometheus::Counter& Metrics::short_searches(const std::string& collection) {
+  return short_->Add({{"collection", collection}});
+}
+
 void Metrics::forget(const std::string& collection) {
   depth_->Remove(&depth_->Add({{"collection", collection}}));
   points_->Remove(&points_->Add({{"collection", collection}}));
+  short_->Remove(&short_->Add({{"collection", collection}}));
 }
 
 std::string Metrics::scrape() const { return prometheus::TextSerializer().Serialize(registry_->Collect()); }

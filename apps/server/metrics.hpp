@@ -11,6 +11,9 @@
 //   simkit_collection_points{collection}            gauge
 //   simkit_rejected_total{reason}                   counter: queue_full (503), deadline (504),
 //                                                   connections (503 at accept)
+//   simkit_search_short_total{collection}           counter: searches whose index found fewer
+//                                                   candidates than limit + offset (lsh buckets,
+//                                                   ivf lists), answered with fewer hits
 
 #include <cstdint>
 #include <map>
@@ -37,6 +40,7 @@ class Metrics {
   void rejected(const std::string& reason);
   prometheus::Gauge& queue_depth(const std::string& collection);
   prometheus::Gauge& points(const std::string& collection);
+  prometheus::Counter& short_searches(const std::string& collection);
   /// Drops a deleted collection's gauges.
   void forget(const std::string& collection);
 
@@ -50,6 +54,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* depth_;
   prometheus::Family<prometheus::Gauge>* points_;
   prometheus::Family<prometheus::Counter>* rejected_;
+  prometheus::Family<prometheus::Counter>* short_;
   prometheus::Histogram* queue_wait_;
   prometheus::Histogram* batch_size_;
   // Family::Add hashes its labels on every call: keep what the hot path touches.

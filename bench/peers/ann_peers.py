@@ -164,8 +164,10 @@ def run_faiss_compressed(case, X, Q, T, a, out):
         memory = serialized_bytes(lsh)
         r, qps, p50, p99 = measure(lambda q: lsh.search(q, K)[1], Q, T, a.repeat, a.single)
         out(row("faiss", case, "IndexLSH", 0, nbits, r, qps, p50, p99, build, memory, "cpu", f"nbits={nbits}"))
-        refined_lsh = faiss.IndexRefineFlat(lsh)
-        refined_lsh.add(X)  # the inner index is trained; RefineFlat adds to both
+        inner = faiss.IndexLSH(d, nbits, True, False)  # RefineFlat must wrap an empty index
+        inner.train(X)
+        refined_lsh = faiss.IndexRefineFlat(inner)
+        refined_lsh.add(X)
         refined_lsh.k_factor = 10.0
         r, qps, p50, p99 = measure(lambda q: refined_lsh.search(q, K)[1], Q, T, a.repeat, a.single)
         out(

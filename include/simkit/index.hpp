@@ -67,8 +67,9 @@ struct SearchStats {
   /// Queries that got fewer than k candidates (lsh's buckets, ivf_pq / ivf_flat's probed lists
   /// or an allow-list held fewer): their rows are padded, never topped up by a silent full scan.
   int64_t short_rows = 0;
-  /// Candidates compared with the queries, summed over the queries (lsh: distinct bucket
-  /// members; ivf: rows of the probed lists).
+  /// Candidates compared with the queries, summed over the queries (flat and allow-lists: the
+  /// rows searched; lsh: distinct bucket members; ivf_pq: rows of the probed lists; ivf_flat
+  /// does not count them).
   int64_t candidates = 0;
 };
 

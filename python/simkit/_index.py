@@ -16,9 +16,19 @@ from . import _simkit
 class Index:
     """A nearest-neighbour index built from a description, as FAISS's index_factory.
 
-    description: 'flat' (exact: every stored vector compared) or 'ivf_flat' with options,
-    e.g. 'ivf_flat,nlist=1024,nprobe=32' (nlist k-means cells, nprobe of them scanned per
-    query; also train_sample=, iterations=, seed=; nprobe=seed probes ceil(0.8 nlist)).
+    description: one of
+      'flat'      exact: every stored vector compared;
+      'ivf_flat'  e.g. 'ivf_flat,nlist=1024,nprobe=32' (nlist k-means cells, nprobe of them
+                  scanned per query; also train_sample=, iterations=, seed=; nprobe=seed probes
+                  ceil(0.8 nlist));
+      'ivf_pq'    e.g. 'ivf_pq,nlist=4096,m=32,refine=4': the same cells, each vector stored as
+                  m one-byte codes; the best refine x k of the code scan are re-ranked exactly
+                  against the original vectors (refine=0 keeps codes only; refine_on=host keeps
+                  them off the GPU); also nprobe=, train_sample=, iterations=, seed=;
+      'lsh'       e.g. 'lsh,tables=6,bits=2' (the seed document's configuration, the default):
+                  random-hyperplane signs (dot, cosine, pearson) or quantized projections
+                  (distances), candidates from the probed buckets re-scored exactly; also
+                  probes=, width=, seed=.
     metric: as in `simkit.knn`.
 
     >>> import numpy as np, simkit
@@ -59,7 +69,7 @@ class Index:
 
     @property
     def type(self) -> str:
-        """'flat' or 'ivf_flat'."""
+        """'flat', 'ivf_flat', 'ivf_pq' or 'lsh'."""
         return self._handle.type
 
     @property
@@ -87,7 +97,7 @@ class Index:
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes held in host memory: vectors, ids, centroids, norms."""
+        """Bytes held in host memory: vectors or codes, ids, centroids, code books, hash tables."""
         return self._handle.memory_bytes
 
     @property
@@ -105,7 +115,8 @@ class Index:
 
     # ------------------------------------------------------------------ building
     def train(self, X: Any, **kw: Any) -> None:
-        """Learns the ivf_flat cells from representative rows (n >= nlist); nothing for flat.
+        """Learns the cells (ivf_flat, ivf_pq: n >= nlist), the code books (ivf_pq) or the
+        projections (lsh) from representative rows; nothing for flat.
         A non-empty index refuses (ValueError). GPU arrays are copied to the host once."""
         self._handle.train(A.to_host(X, "X"), _ctx(kw))
 
@@ -124,26 +135,39 @@ class Index:
 
     # ------------------------------------------------------------------ searching
     @overload
-    def search(self, Q: npt.NDArray[Any], k: int, *, nprobe: Union[int, str, None] = ..., **kw: Any) -> Tuple[
+    def search(self, Q: npt.NDArray[Any], k: int, *, nprobe: Union[int, str, None] = ..., refine: Optional[int] = ...,
+               probes: Optional[int] = ..., stats: Optional[Dict[str, int]] = ..., **kw: Any) -> Tuple[
         npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     @overload
-    def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = ..., **kw: Any) -> Tuple[Any, Any]: ...
-    def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = None, **kw: Any) -> Tuple[Any, Any]:
+    def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = ..., refine: Optional[int] = ...,
+               probes: Optional[int] = ..., stats: Optional[Dict[str, int]] = ..., **kw: Any) -> Tuple[Any, Any]: ...
+    def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = None, refine: Optional[int] = None,
+               probes: Optional[int] = None, stats: Optional[Dict[str, int]] = None, **kw: Any) -> Tuple[Any, Any]:
         """``D, I = index.search(Q, k)``: per query row, the k best stored vectors, best first.
 
         D (m x k float32) holds the metric's values, I (m x k int64) the ids given to `add`;
         rows with fewer than k results are padded with id -1 and +inf (distances) or -inf
-        (similarities). nprobe (ivf_flat): lists scanned, 1..nlist, or 'seed'; None: the
-        index's default. Q may be a GPU array (torch, CuPy): the results come back there.
+        (similarities). nprobe (ivf_flat, ivf_pq): lists scanned, 1..nlist, or 'seed'; refine
+        (ivf_pq): re-rank refine x k candidates exactly; probes (lsh): buckets probed per table;
+        None: the index's default. A dict passed as `stats` receives 'short_rows' (queries that
+        got fewer than k candidates: padded, never topped up by a full scan) and 'candidates'
+        (candidates compared, summed over the queries). Q may be a GPU array (torch, CuPy): the
+        results come back there.
         """
         h = self._handle
         k = A.positive_int(k, "k")
         Qa = A.array_in(Q, "Q")
-        probes = _nprobe(nprobe)
+        lists = _nprobe(nprobe)
         m = Qa.shape[0]
         results = A.Results(Qa)
         D, I = results.empty((m, k), "float32"), results.empty((m, k), "int64")
-        h.search(Qa, k, probes, D, I, _ctx(kw), results.stream)
+        short_rows, candidates = h.search(
+            Qa, k, lists, _non_negative(refine, "refine"), _non_negative(probes, "probes"), D, I, _ctx(kw),
+            results.stream,
+        )
+        if stats is not None:
+            stats["short_rows"] = short_rows
+            stats["candidates"] = candidates
         return results.finish(D), results.finish(I)
 
     # ------------------------------------------------------------------ files and lifetime
@@ -187,6 +211,14 @@ def _nprobe(nprobe: Union[int, str, None]) -> int:
             raise ValueError(f"nprobe must be a positive integer, 'seed' or None, got '{nprobe}'")
         return int(_simkit.SEED_PROBES)
     return A.positive_int(nprobe, "nprobe")
+
+
+def _non_negative(value: Optional[int], name: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer or None, got {value!r}")
+    return int(value)
 
 
 def _ctx(kw: Dict[str, Any]) -> _simkit.Context:

@@ -5,6 +5,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
 #include <memory>
@@ -126,19 +127,24 @@ void bind_index(nb::module_& m) {
           "ids"_a)
       .def(
           "search",
-          [](const IndexHandle& h, const InArray& Q, int64_t k, int64_t nprobe, const OutArray& D, const OutArray& I,
-             const Context& base, uintptr_t stream) {
+          [](const IndexHandle& h, const InArray& Q, int64_t k, int64_t nprobe, int64_t refine, int64_t probes,
+             const OutArray& D, const OutArray& I, const Context& base, uintptr_t stream) {
             std::shared_ptr<Index> index = h.get();
             CallContext call(base, stream);
             const MatrixView<const float> q = call.matrix<const float>(Q, "Q");
             const MatrixView<float> d = call.matrix<float>(D, "D");
             const MatrixView<int64_t> i = call.matrix<int64_t>(I, "I");
+            SearchStats stats;
             SearchParams params;
             params.nprobe = nprobe;
+            params.refine = refine;
+            params.probes = probes;
+            params.stats = &stats;
             Context& ctx = call.get();
             run_released(ctx, [&] { index->search(ctx, q, k, params, d, i); });
+            return std::make_pair(stats.short_rows, stats.candidates);
           },
-          "Q"_a, "k"_a, "nprobe"_a, "D"_a, "I"_a, "context"_a, "stream"_a = 0)
+          "Q"_a, "k"_a, "nprobe"_a, "refine"_a, "probes"_a, "D"_a, "I"_a, "context"_a, "stream"_a = 0)
       .def(
           "save",
           [](const IndexHandle& h, const std::string& path) {

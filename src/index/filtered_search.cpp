@@ -54,9 +54,14 @@ AllowedRows allowed_rows_any(const std::vector<int64_t>& stored, ArrayView<const
 }
 
 void search_rows(const Context& ctx, MatrixView<const float> Q, int64_t k, Metric metric, MatrixView<const float> X,
-                 const std::vector<int64_t>& row_ids, MatrixView<float> values, MatrixView<int64_t> ids) {
+                 const std::vector<int64_t>& row_ids, MatrixView<float> values, MatrixView<int64_t> ids,
+                 SearchStats* stats) {
   SearchOutput out(values, ids);
   const int64_t n = X.rows;
+  if (stats) {  // every row is a candidate of every query
+    stats->candidates += Q.rows * n;
+    if (n < k) stats->short_rows += Q.rows;
+  }
   if (n == 0) {
     out.pad_all(metric);
     out.deliver(ctx);
@@ -91,15 +96,15 @@ void search_rows(const Context& ctx, MatrixView<const float> Q, int64_t k, Metri
 
 void search_allowed(const Context& ctx, MatrixView<const float> Q, int64_t k, Metric metric,
                     MatrixView<const float> stored, const AllowedRows& allowed, MatrixView<float> values,
-                    MatrixView<int64_t> ids) {
+                    MatrixView<int64_t> ids, SearchStats* stats) {
   const int64_t a = static_cast<int64_t>(allowed.rows.size()), d = stored.cols;
   // Distinct rows of [0, n), as many as n and ascending, are every row in order: no copy.
   if (a == stored.rows && std::is_sorted(allowed.rows.begin(), allowed.rows.end()))
-    return search_rows(ctx, Q, k, metric, stored, allowed.ids, values, ids);
+    return search_rows(ctx, Q, k, metric, stored, allowed.ids, values, ids, stats);
   Matrix<float> gathered(a, d);
   for (int64_t i = 0; i < a; ++i)
     std::copy_n(stored.row(allowed.rows[static_cast<size_t>(i)]), d, gathered.data() + i * d);
-  search_rows(ctx, Q, k, metric, gathered.view(), allowed.ids, values, ids);
+  search_rows(ctx, Q, k, metric, gathered.view(), allowed.ids, values, ids, stats);
 }
 
 }  // namespace simkit::detail

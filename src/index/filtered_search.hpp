@@ -12,6 +12,7 @@
 
 #include <simkit/array.hpp>
 #include <simkit/context.hpp>
+#include <simkit/index.hpp>
 #include <simkit/matrix.hpp>
 #include <simkit/metric.hpp>
 
@@ -36,14 +37,16 @@ AllowedRows allowed_rows_any(const std::vector<int64_t>& stored, ArrayView<const
 /// in host memory, or on the device when ctx runs on the GPU. The rows and Q were checked (finite)
 /// before, so the backend's k-NN runs without knn()'s scan of the whole base on every search.
 /// Pads past X.rows (an empty X pads everything, without asking for a backend) and hands the
-/// result to values / ids wherever they live.
+/// result to values / ids wherever they live. `stats`, when given, counts every row a candidate
+/// and every query short when X has fewer than k rows.
 void search_rows(const Context& ctx, MatrixView<const float> Q, int64_t k, Metric metric, MatrixView<const float> X,
-                 const std::vector<int64_t>& row_ids, MatrixView<float> values, MatrixView<int64_t> ids);
+                 const std::vector<int64_t>& row_ids, MatrixView<float> values, MatrixView<int64_t> ids,
+                 SearchStats* stats = nullptr);
 
 /// search_rows over the allowed rows of `stored` (host, row r of the index), gathered in id
 /// order; used as they are when they are every row already in order.
 void search_allowed(const Context& ctx, MatrixView<const float> Q, int64_t k, Metric metric,
                     MatrixView<const float> stored, const AllowedRows& allowed, MatrixView<float> values,
-                    MatrixView<int64_t> ids);
+                    MatrixView<int64_t> ids, SearchStats* stats = nullptr);
 
 }  // namespace simkit::detail

@@ -95,12 +95,13 @@ class FlatIndex final : public Index {
     std::shared_lock lock(mutex_);
     const MatrixView<const float> stored{vectors_.data(), ids_.size(), dim_};
     if (sp.allowed)
-      return search_allowed(ctx, Q, k, metric_, stored, allowed_rows_sorted(ids_.sorted(), *sp.allowed), values, ids);
+      return search_allowed(ctx, Q, k, metric_, stored, allowed_rows_sorted(ids_.sorted(), *sp.allowed), values, ids,
+                            sp.stats);
     // On the GPU the rows stay resident between searches (uploaded on the first one).
     std::shared_ptr<const DeviceMatrix<float>> resident;
     if (ids_.size() > 0 && backend_for(ctx, {Q.where, values.where}, "search").device() == Device::gpu)
       resident = rows_on_device(ctx);
-    search_rows(ctx, Q, k, metric_, resident ? resident->view() : stored, ids_.sorted(), values, ids);
+    search_rows(ctx, Q, k, metric_, resident ? resident->view() : stored, ids_.sorted(), values, ids, sp.stats);
   }
 
   void save(const std::string& path) const override {

@@ -45,8 +45,7 @@ int64_t parse_count(std::string_view description, std::string_view key, std::str
 /// Calls on(key, value) for each ",key=value" after the kind; `known` lists the kind's keys for
 /// the error naming an unknown one (on returns false for those).
 template <class On>
-void for_each_pair(std::string_view description, const std::vector<std::string_view>& parts, const char* known,
-                   On on) {
+void for_each_pair(std::string_view description, const std::vector<std::string_view>& parts, const char* known, On on) {
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
     SIMKIT_EXPECTS(eq != std::string_view::npos, invalid_argument, "index description '", description, "': '", parts[i],
@@ -102,7 +101,8 @@ IvfPqParams parse_ivf_pq(std::string_view description, const std::vector<std::st
                                    description, "': refine_on must be device or host, got '", value, "'");
                     p.refine_on_device = value == "device";
                   } else if (key == "nprobe")
-                    p.nprobe = value == "seed" ? kSeedProbes : parse_count(description, key, value, 1, int64_t(1) << 24);
+                    p.nprobe =
+                        value == "seed" ? kSeedProbes : parse_count(description, key, value, 1, int64_t(1) << 24);
                   else if (key == "train_sample")
                     p.train_sample = parse_count(description, key, value, 0, INT64_MAX);
                   else if (key == "iterations")

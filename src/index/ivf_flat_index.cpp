@@ -226,7 +226,8 @@ class IvfFlatIndex final : public Index {
     std::shared_lock lock(mutex_);
     // An allow-list is met exactly: its rows are scanned, whatever list holds them (index.hpp).
     if (sp.allowed)
-      return search_allowed(ctx, Q, k, metric_, lists_.rows(), allowed_rows_any(lists_.ids, *sp.allowed), values, ids);
+      return search_allowed(ctx, Q, k, metric_, lists_.rows(), allowed_rows_any(lists_.ids, *sp.allowed), values, ids,
+                            sp.stats);
     SearchOutput out(values, ids);
     if (lists_.size() == 0) {
       out.pad_all(metric_);
@@ -234,6 +235,8 @@ class IvfFlatIndex final : public Index {
       const Backend& backend = backend_for(ctx, {Q.where}, "search");
       backend.ivf_search(ctx, IvfSearchArgs{&lists_, Q, k, nprobe, out.values(), out.ids()});
     }
+    if (sp.stats)  // a row is padded exactly when its probed lists held fewer than k rows
+      for (int64_t r = 0; r < Q.rows; ++r) sp.stats->short_rows += out.ids().row(r)[k - 1] < 0 ? 1 : 0;
     out.deliver(ctx);
   }
 

@@ -41,8 +41,8 @@ enum class PqTable : uint8_t { sqdist, neg_dot, l1 };
 struct IvfPqLists {
   int64_t dim = 0;
   int64_t nlist = 0;
-  int64_t m = 0;     // sub-quantizers; dsub = dim / m
-  int64_t ksub = 0;  // centroids per sub-space (<= 256)
+  int64_t m = 0;                        // sub-quantizers; dsub = dim / m
+  int64_t ksub = 0;                     // centroids per sub-space (<= 256)
   MetricPlan plan;                      // the index's metric: prep for the coded space, exact re-rank
   Metric coarse = Metric::sqeuclidean;  // how prepared rows and queries meet the centroids
   PqTable table = PqTable::sqdist;
