@@ -70,16 +70,16 @@ void lsh_draw(LshTables& T, uint64_t seed) {
   }
 }
 
-// The width rule: w = 4 x the median distance from a sample row to its nearest other sample
+// The width rule: w = 4 (l1: 10) x the median distance from a sample row to its nearest other sample
 // row. For a Gaussian projection the chance that two points at distance r share a slab is
 // 1 - 2 Phi(-w/r) - 2 / (sqrt(2 pi) w/r) (1 - exp(-(w/r)^2 / 2)) (Datar et al.), 0.80 at w = 4r:
 // a near neighbour then survives each of a table's hashes with probability ~0.8, while rows
 // several times farther collide with probability ~1/3 per hash, so `bits` hashes separate them.
 // The nearest distance within a sample of 2,000 rows overestimates the nearest distance within
 // the full data -- which errs towards wider slabs and more candidates, the safe side for recall.
-// Cauchy projections (l1) have the same form with their own constants; the same multiple works
-// as a starting point. Duplicates (distance 0) are left out of the median; with no positive
-// distance at all the width is 1.
+// Cauchy projections (l1) collide with probability 2 atan(w/r) / pi - ln(1 + (w/r)^2) / (pi w/r),
+// which reaches the same 0.8 only at w = 10r, so l1 takes 10x. Duplicates (distance 0) are left out of the median; with
+// no positive distance at all the width is 1.
 double lsh_width_from_data(const Context& ctx, MatrixView<const float> X, Metric metric, uint64_t seed) {
   constexpr int64_t kSample = 2000;
   if (X.rows < 2) return 1.0;
@@ -102,7 +102,7 @@ double lsh_width_from_data(const Context& ctx, MatrixView<const float> X, Metric
   if (nearest.empty()) return 1.0;
   auto mid = nearest.begin() + static_cast<std::ptrdiff_t>(nearest.size() / 2);
   std::nth_element(nearest.begin(), mid, nearest.end());
-  return 4.0 * *mid;
+  return (metric == Metric::l1 ? 10.0 : 4.0) * *mid;
 }
 
 void lsh_project(const LshTables& T, MatrixView<const float> X, float* out, int threads) {
