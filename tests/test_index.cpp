@@ -47,7 +47,8 @@ struct Kind {
   const char* name;
   const char* description;
 };
-constexpr Kind kKinds[] = {{"flat", "flat"}, {"ivf_flat", "ivf_flat,nlist=16,iterations=10"}};
+constexpr Kind kKinds[] = {
+    {"flat", "flat"}, {"ivf_flat", "ivf_flat,nlist=16,iterations=10"}, {"lsh", "lsh,tables=8,bits=3,probes=8"}};
 
 using Param = std::tuple<Backend, int>;  // backend, index of kKinds
 
@@ -71,7 +72,9 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, IndexContract,
-                         ::testing::Combine(::testing::ValuesIn(kBackends), ::testing::Values(0, 1)), param_name);
+                         ::testing::Combine(::testing::ValuesIn(kBackends),
+                                            ::testing::Range(0, int(std::size(kKinds)))),
+                         param_name);
 
 /// Clustered rows: `clusters` centres in [-1, 1)^d and Gaussian spread around them.
 Matrix<float> clustered(int64_t n, int64_t d, int64_t clusters, double spread, uint64_t seed) {
@@ -116,6 +119,7 @@ void expect_same(const IndexSearchResult& a, const IndexSearchResult& b, const s
 SearchParams all_lists() {
   SearchParams p;
   p.nprobe = 1 << 20;  // clamped to nlist
+  p.probes = 1 << 30;  // lsh: every bucket of every table
   return p;
 }
 

@@ -25,6 +25,7 @@
 #include "core/raw_array.hpp"
 #include "index/ivf_lists.hpp"
 #include "index/ivf_pq_lists.hpp"
+#include "index/lsh_tables.hpp"
 
 namespace simkit::detail {
 
@@ -143,6 +144,22 @@ struct IvfPqSearchArgs {
   int64_t* candidates = nullptr;  // += rows of the probed lists, over the queries
 };
 
+/// One lsh search (index/lsh_index.cpp): Q (the queries as given) may live on the device for the
+/// GPU backend; the outputs are host Q.rows x k. probes >= 1; the index holds >= 1 row. Each
+/// query's candidates (index/lsh_hash.hpp, LshCandidates) are ranked by knn's rule: float64
+/// keys (l1: its float32 value, as knn computes it) by (key, id). Rows short of k are padded
+/// with (worst, -1) and counted -- never topped up by a scan of the rest.
+struct LshSearchArgs {
+  const LshTables* tables = nullptr;
+  MatrixView<const float> Q;
+  int64_t k = 0;
+  int64_t probes = 0;
+  MatrixView<float> values;
+  MatrixView<int64_t> ids;
+  int64_t* short_rows = nullptr;  // += queries padded
+  int64_t* candidates = nullptr;  // += distinct candidates, over the queries
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -172,6 +189,9 @@ class Backend {
   virtual void ivf_search(const Context& ctx, const IvfSearchArgs& a) const = 0;
   /// The ivf_pq scan through lookup tables, and the exact re-rank when asked (cpu/ivf/, cuda/ivf/).
   virtual void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) const = 0;
+  /// lsh: hash the queries, gather each one's probed buckets, rank the candidates exactly
+  /// (cpu/lsh/, cuda/lsh/).
+  virtual void lsh_search(const Context& ctx, const LshSearchArgs& a) const = 0;
 
   /// Copies host bytes into device memory (indexes hand their host results to device outputs).
   virtual void copy_to_device(const Context& ctx, void* dst, const void* src, size_t bytes) const;

@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
                                               bool spherical) const override;
   void ivf_search(const Context& ctx, const IvfSearchArgs& a) const override;
   void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) const override;
+  void lsh_search(const Context& ctx, const LshSearchArgs& a) const override;
   bool all_finite(const Context& ctx, MatrixView<const float> m) const override;
 };
 
