@@ -1,6 +1,7 @@
 // The Index contract (include/simkit/index.hpp), over every index type on both backends: empty
-// and short results padded, flat equal to knn bit for bit, ivf_flat with nprobe = nlist equal to
-// flat bit for bit on every metric (random, integer and real data), recall rising with nprobe,
+// and short results padded, flat equal to knn bit for bit, ivf_flat with nprobe = nlist (and
+// ivf_pq with every list probed and every candidate re-ranked) equal to flat bit for bit on every
+// metric (random, integer and real data), recall rising with nprobe,
 // removed ids never returned, allow-lists met exactly (the float64 reference over the allowed
 // ids alone, any density, after remove too), save/load round trips, every damaged file refused,
 // bad input refused with nothing changed, concurrent searches.
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -47,8 +49,10 @@ struct Kind {
   const char* name;
   const char* description;
 };
-constexpr Kind kKinds[] = {
-    {"flat", "flat"}, {"ivf_flat", "ivf_flat,nlist=16,iterations=10"}, {"lsh", "lsh,tables=8,bits=3,probes=8"}};
+constexpr Kind kKinds[] = {{"flat", "flat"},
+                           {"ivf_flat", "ivf_flat,nlist=16,iterations=10"},
+                           {"ivf_pq", "ivf_pq,nlist=16,iterations=10,refine=4"},
+                           {"lsh", "lsh,tables=8,bits=3,probes=8"}};
 
 using Param = std::tuple<Backend, int>;  // backend, index of kKinds
 
@@ -115,10 +119,11 @@ void expect_same(const IndexSearchResult& a, const IndexSearchResult& b, const s
   }
 }
 
-/// What an ivf_flat search gives with every list probed.
+/// What an ivf search gives with every list probed (and, for ivf_pq, every candidate re-ranked).
 SearchParams all_lists() {
   SearchParams p;
   p.nprobe = 1 << 20;  // clamped to nlist
+  p.refine = 1 << 20;  // ivf_pq: more than the lists hold, so every row is re-ranked exactly
   p.probes = 1 << 30;  // lsh: every bucket of every table
   return p;
 }

@@ -29,7 +29,9 @@
 // taken among the allowed stored vectors alone, not filtered out of an unrestricted top-k, so a
 // selective filter still fills k slots where it can. The restricted search is exact for every
 // kind -- ivf_flat scans the allowed rows themselves instead of probing lists, as vector
-// databases do for selective filters -- and equals simkit::knn over the allowed rows.
+// databases do for selective filters -- and equals simkit::knn over the allowed rows. The one
+// exception is an ivf_pq index built with refine=0: it keeps no vectors to be exact with, so it
+// ranks every allowed row by its code estimate (every list, no re-rank).
 //
 //   auto index = simkit::make_index("ivf_flat,nlist=1024", 384, simkit::Metric::cosine);
 //   index->train(ctx, X.view());            // k-means on (a sample of) X
@@ -149,7 +151,8 @@ class Index {
   /// Whether add() may be called: always for flat; after train() for the others.
   virtual bool is_trained() const = 0;
   /// Bytes the index holds in host memory (vectors or codes, ids, centroids, code books, hash
-  /// tables, per-row norms).
+  /// tables, per-row norms). ivf_pq: n (m + 16) bytes (codes, the lists' ids, the sorted id set),
+  /// plus 4 dim n with refine > 0, plus centroids, code books and list offsets.
   virtual size_t memory_bytes() const = 0;
 
   /// Learns what the index needs from representative vectors (n x dim, host): the k-means

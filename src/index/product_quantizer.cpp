@@ -41,6 +41,16 @@ void ProductQuantizer::train(const Context& ctx, MatrixView<const float> X, uint
   ksub_ = k;
 }
 
+void ProductQuantizer::assign(const float* codebooks, int64_t ksub) {
+  if (ksub < 1 || ksub > 256)
+    throw Error(ErrorCode::invalid_argument,
+                "product quantizer: ksub = " + std::to_string(ksub) + " is not in [1, 256]");
+  Matrix<float> books(m_ * ksub, dsub());
+  std::copy_n(codebooks, books.size(), books.data());
+  codebooks_ = std::move(books);
+  ksub_ = ksub;
+}
+
 void ProductQuantizer::encode(MatrixView<const float> X, uint8_t* codes) const {
   require_trained("encode");
   if (X.cols != dim_)
@@ -93,6 +103,18 @@ void ProductQuantizer::distance_table(const float* q, bool inner_product, float*
         const double a = q[j * ds + t], b = c[t];
         s += inner_product ? a * b : (a - b) * (a - b);
       }
+      table[j * ksub_ + c_i] = float(s);
+    }
+}
+
+void ProductQuantizer::l1_table(const float* q, float* table) const {
+  require_trained("l1_table");
+  const int64_t ds = dsub();
+  for (int64_t j = 0; j < m_; ++j)
+    for (int64_t c_i = 0; c_i < ksub_; ++c_i) {
+      const float* c = codebooks_.data() + (j * ksub_ + c_i) * ds;
+      double s = 0;
+      for (int64_t t = 0; t < ds; ++t) s += std::abs(double(q[j * ds + t]) - double(c[t]));
       table[j * ksub_ + c_i] = float(s);
     }
 }

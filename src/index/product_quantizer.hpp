@@ -32,6 +32,8 @@ class ProductQuantizer {
   /// k-means (squared Euclidean, `iterations` Lloyd updates, seeded) in every sub-space of the
   /// n x dim host matrix X. Error(invalid_argument) for a wrong width, no rows or NaN / Inf.
   void train(const Context& ctx, MatrixView<const float> X, uint64_t seed, int iterations = 25);
+  /// Takes code books trained before (a loaded index): (m * ksub) x dsub values, 1 <= ksub <= 256.
+  void assign(const float* codebooks, int64_t ksub);
 
   /// The n x m codes of X (row-major, one byte per sub-space): each sub-vector's nearest
   /// centroid, ties to the lower index.
@@ -42,6 +44,8 @@ class ProductQuantizer {
   /// m x ksub table for the query q (dim floats): squared distances from each sub-vector of q
   /// to each centroid, or (inner_product) their dot products.
   void distance_table(const float* q, bool inner_product, float* table) const;
+  /// m x ksub table of l1 distances from each sub-vector of q to each centroid (ivf_pq's l1).
+  void l1_table(const float* q, float* table) const;
   /// The sum of one code's m table entries: the squared distance (or dot product) between the
   /// query of `table` and the code's reconstruction.
   float adc(const float* table, const uint8_t* code) const noexcept {

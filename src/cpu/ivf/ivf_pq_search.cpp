@@ -1,12 +1,292 @@
-// PLACEHOLDER until the CPU ivf_pq scan lands (issue 17).
-#include <simkit/error.hpp>
+// CPU ivf_pq search: probe, scan each probed list's codes through a lookup table, re-rank.
+//
+// Unlike ivf_flat's scan (one sgemm per list tile for a batch of queries, cpu/ivf/ivf_search.cpp)
+// a code scan is table lookups, m bytes per row: a list is small in memory (m bytes a row) and
+// the work per (query, list) pair is its table (m x ksub entries, about as many flops as
+// m * ksub * dsub) plus m lookups per row. So queries run independently, one task each:
+//   1. coarse: the nprobe nearest centroids of every prepared query (this backend's exact k-NN);
+//   2. per probed list: the table for (query, list), then the list's keys
+//      bias + sum_j T[j][code_j] in float32, four rows at a time for independent adds, each key
+//      tested against the selection's bound before it is kept;
+//   3. the best kc (k, or the re-rank depth) by (key, user id): with a re-rank they are re-scored
+//      exactly against the kept vectors (float64, or l1's own float32 kernel, as knn does) and
+//      ranked by (value, id); without, the best k are returned with the metric's value of the
+//      approximate key. Rows short of k are padded and counted.
+//
+// Tables. For the squared-distance form T[j][s] = |r_j|^2 + |e_s|^2 - 2 r_j.e_s, with r = q' - c
+// and |e_s|^2 computed once per search; the code books are transposed per sub-space (dsub x
+// ksub) so the r_j.e_s loop runs over the ksub entries in vector lanes. A float32 entry may
+// come out slightly negative where r_j ~ e_s; it is clamped at 0, what a distance can be. The
+// negated-dot table (-q_j.e_s) does not depend on the list and is built once per query; the list
+// enters as the bias -q.c. l1 has no expansion: sum_t |r_t - e_st|, also over the lanes.
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/exact_metric.hpp"
 #include "cpu/cpu_backend.hpp"
+#include "cpu/l1.hpp"
+#include "cpu/parallel.hpp"
+#include "index/ivf_pq_prep.hpp"
 
 namespace simkit::detail::cpu {
 
-void CpuBackend::ivf_pq_search(const Context&, const IvfPqSearchArgs&) const {
-  throw Error(ErrorCode::invalid_argument, "ivf_pq search is not built yet");
+namespace {
+
+struct PqCandidate {
+  float key;
+  int64_t id;   // the user id: ties across lists go to the lower id, as in finish_query
+  int64_t row;  // where its codes and vector are
+};
+
+inline bool ranks_before(const PqCandidate& a, const PqCandidate& b) noexcept {
+  return a.key < b.key || (a.key == b.key && a.id < b.id);
+}
+
+/// The best `keep` candidates by (key, id): TopK's threshold-filtered buffer (cpu/select/top_k.hpp),
+/// here carrying the row beside the user id, since lists are not in id order one after another.
+class Selection {
+ public:
+  void reset(int64_t keep) {
+    keep_ = keep;
+    capacity_ = static_cast<size_t>(2 * keep + 64);
+    buf_.clear();
+    bound_ = std::numeric_limits<float>::infinity();
+  }
+  /// Nothing with a larger key can enter; equal keys may (the id decides at the next prune).
+  float bound() const noexcept { return bound_; }
+  void push(float key, int64_t id, int64_t row) {
+    buf_.push_back({key, id, row});
+    if (buf_.size() >= capacity_) prune();
+  }
+  std::vector<PqCandidate>& best() {
+    if (buf_.size() > static_cast<size_t>(keep_)) prune();
+    return buf_;
+  }
+
+ private:
+  void prune() {
+    std::nth_element(buf_.begin(), buf_.begin() + (keep_ - 1), buf_.end(), ranks_before);
+    buf_.resize(static_cast<size_t>(keep_));
+    bound_ = buf_.back().key;
+  }
+  std::vector<PqCandidate> buf_;
+  int64_t keep_ = 0;
+  size_t capacity_ = 0;
+  float bound_ = std::numeric_limits<float>::infinity();
+};
+
+/// Code books regrouped for the table loops: per sub-space j, dsub rows of ksub values.
+struct Books {
+  std::vector<float> t;      // m x dsub x ksub
+  std::vector<float> norms;  // m x ksub: |e_s|^2
+};
+
+Books regroup(const IvfPqLists& L) {
+  const int64_t m = L.m, ds = L.dsub(), ks = L.ksub;
+  Books b;
+  b.t.resize(static_cast<size_t>(m * ds * ks));
+  b.norms.assign(static_cast<size_t>(m * ks), 0.0f);
+  for (int64_t j = 0; j < m; ++j)
+    for (int64_t s = 0; s < ks; ++s) {
+      const float* e = L.codebooks.data() + (j * ks + s) * ds;
+      double sq = 0;
+      for (int64_t t = 0; t < ds; ++t) {
+        b.t[static_cast<size_t>((j * ds + t) * ks + s)] = e[t];
+        sq += double(e[t]) * e[t];
+      }
+      b.norms[static_cast<size_t>(j * ks + s)] = static_cast<float>(sq);
+    }
+  return b;
+}
+
+/// T[j][s] for r (dim floats) in the list-dependent forms.
+void residual_table(const IvfPqLists& L, const Books& b, const float* r, float* T) {
+  const int64_t m = L.m, ds = L.dsub(), ks = L.ksub;
+  for (int64_t j = 0; j < m; ++j) {
+    float* Tj = T + j * ks;
+    const float* rj = r + j * ds;
+    const float* E = b.t.data() + j * ds * ks;
+    if (L.table == PqTable::l1) {
+      std::fill(Tj, Tj + ks, 0.0f);
+      for (int64_t t = 0; t < ds; ++t) {
+        const float a = rj[t];
+        const float* e = E + t * ks;
+        for (int64_t s = 0; s < ks; ++s) Tj[s] += std::fabs(a - e[s]);
+      }
+      continue;
+    }
+    float rn = 0;
+    for (int64_t t = 0; t < ds; ++t) rn += rj[t] * rj[t];
+    const float* en = b.norms.data() + j * ks;
+    for (int64_t s = 0; s < ks; ++s) Tj[s] = rn + en[s];
+    for (int64_t t = 0; t < ds; ++t) {
+      const float a = -2.0f * rj[t];
+      const float* e = E + t * ks;
+      for (int64_t s = 0; s < ks; ++s) Tj[s] += a * e[s];
+    }
+    for (int64_t s = 0; s < ks; ++s) Tj[s] = std::max(Tj[s], 0.0f);
+  }
+}
+
+/// T[j][s] = -q_j.e_s: the dot table, the same for every list.
+void dot_table(const IvfPqLists& L, const Books& b, const float* q, float* T) {
+  const int64_t m = L.m, ds = L.dsub(), ks = L.ksub;
+  for (int64_t j = 0; j < m; ++j) {
+    float* Tj = T + j * ks;
+    std::fill(Tj, Tj + ks, 0.0f);
+    for (int64_t t = 0; t < ds; ++t) {
+      const float a = -q[j * ds + t];
+      const float* e = b.t.data() + (j * ds + t) * ks;
+      for (int64_t s = 0; s < ks; ++s) Tj[s] += a * e[s];
+    }
+  }
+}
+
+/// Keys of rows [r0, r1) of the list at `codes` offered to `sel`.
+void scan_list(const IvfPqLists& L, const float* T, float bias, int64_t r0, int64_t r1, Selection& sel) {
+  const int64_t m = L.m, ks = L.ksub;
+  const uint8_t* codes = L.codes.data();
+  const int64_t* ids = L.ids.data();
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    const uint8_t* c0 = codes + r * m;
+    const uint8_t* c1 = c0 + m;
+    const uint8_t* c2 = c1 + m;
+    const uint8_t* c3 = c2 + m;
+    float a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+    const float* t = T;
+    for (int64_t j = 0; j < m; ++j, t += ks) {
+      a0 += t[c0[j]];
+      a1 += t[c1[j]];
+      a2 += t[c2[j]];
+      a3 += t[c3[j]];
+    }
+    const float bound = sel.bound();
+    if (a0 <= bound) sel.push(a0, ids[r], r);
+    if (a1 <= bound) sel.push(a1, ids[r + 1], r + 1);
+    if (a2 <= bound) sel.push(a2, ids[r + 2], r + 2);
+    if (a3 <= bound) sel.push(a3, ids[r + 3], r + 3);
+  }
+  for (; r < r1; ++r) {
+    const uint8_t* c = codes + r * m;
+    float a = bias;
+    for (int64_t j = 0; j < m; ++j) a += T[j * ks + c[j]];
+    if (a <= sel.bound()) sel.push(a, ids[r], r);
+  }
+}
+
+/// The metric's value of an approximate key (ivf_pq_lists.hpp's table forms).
+float approximate_value(Metric metric, float key) {
+  switch (metric) {
+    case Metric::l2: return std::sqrt(std::max(key, 0.0f));
+    case Metric::cosine:
+    case Metric::pearson: return 1.0f - key / 2.0f;
+    case Metric::dot: return -key;
+    default: return key;  // sqeuclidean, l1
+  }
+}
+
+/// The exact key knn ranks by: float64 for the product metrics, the l1 kernel's float otherwise.
+double exact_pq_key(const MetricPlan& plan, const float* q, const float* x, int64_t d) {
+  if (plan.rescores()) return exact_key(plan.exact, q, x, d);
+  float v = 0;
+  l1_block(q, 1, x, 1, d, &v, 1);  // one pair: the same sums as any block position gives it
+  return static_cast<double>(v);
+}
+
+}  // namespace
+
+void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) const {
+  const IvfPqLists& L = *a.lists;
+  translate_bad_alloc("ivf_pq search", [&] {
+    const int threads = cpu_threads(ctx);
+    const int64_t nq = a.Q.rows, d = L.dim, nprobe = a.nprobe, k = a.k, ks = L.ksub;
+    const int64_t kc = a.refine > 0 ? std::max(a.refine, k) : k;
+    const MetricPlan& plan = L.plan;
+
+    // 1. Prepared queries and their nearest nprobe centroids.
+    Matrix<float> prepared;
+    MatrixView<const float> Qp = a.Q;
+    if (plan.prep != RowPrep::none) {
+      prepared = Matrix<float>(nq, d);
+      prepare_pq_rows(plan, a.Q.data, nq, d, prepared.data());
+      Qp = prepared.view();
+    }
+    Matrix<float> probe_values(nq, nprobe);
+    Matrix<int64_t> probes(nq, nprobe);
+    Context quiet = ctx;
+    quiet.progress = nullptr;
+    knn(quiet, KnnArgs{Qp, L.centroid_rows(), nprobe, plan_metric(L.coarse), probe_values.view(), probes.view()});
+
+    const Books books = regroup(L);
+    struct Scratch {
+      std::vector<float> table, residual;
+      Selection sel;
+      std::vector<std::pair<double, int64_t>> ranked;
+      int64_t short_rows = 0, candidates = 0;
+    };
+    std::vector<Scratch> scratch(static_cast<size_t>(threads));
+    const float worst = plan.negate ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+
+    // 2-3. One task per query.
+    run_tasks(
+        ctx, threads, nq,
+        [&](int64_t i, int tid) {
+          Scratch& sc = scratch[static_cast<size_t>(tid)];
+          sc.table.resize(static_cast<size_t>(L.m * ks));
+          sc.residual.resize(static_cast<size_t>(d));
+          const float* q = Qp.row(i);
+          if (L.table == PqTable::neg_dot) dot_table(L, books, q, sc.table.data());
+          sc.sel.reset(kc);
+          for (int64_t p = 0; p < nprobe; ++p) {
+            const int64_t l = probes(i, p);
+            const int64_t r0 = L.offsets[static_cast<size_t>(l)], r1 = L.offsets[static_cast<size_t>(l + 1)];
+            if (r0 == r1) continue;
+            sc.candidates += r1 - r0;
+            const float* c = L.centroids.data() + l * d;
+            float bias = 0;
+            if (L.table == PqTable::neg_dot) {
+              bias = static_cast<float>(-exact_dot_vector(q, c, d));
+            } else {
+              for (int64_t t = 0; t < d; ++t) sc.residual[static_cast<size_t>(t)] = q[t] - c[t];
+              residual_table(L, books, sc.residual.data(), sc.table.data());
+            }
+            scan_list(L, sc.table.data(), bias, r0, r1, sc.sel);
+          }
+          std::vector<PqCandidate>& best = sc.sel.best();
+          float* values = a.values.row(i);
+          int64_t* ids = a.ids.row(i);
+          int64_t have = 0;
+          if (a.refine > 0) {
+            sc.ranked.clear();
+            for (const PqCandidate& cand : best)
+              sc.ranked.emplace_back(exact_pq_key(plan, a.Q.row(i), L.vectors.data() + cand.row * d, d), cand.id);
+            have = std::min<int64_t>(k, static_cast<int64_t>(sc.ranked.size()));
+            std::partial_sort(sc.ranked.begin(), sc.ranked.begin() + have, sc.ranked.end());
+            for (int64_t s = 0; s < have; ++s) {
+              values[s] = static_cast<float>(plan.value_of_key(sc.ranked[static_cast<size_t>(s)].first));
+              ids[s] = sc.ranked[static_cast<size_t>(s)].second;
+            }
+          } else {
+            have = std::min<int64_t>(k, static_cast<int64_t>(best.size()));
+            std::partial_sort(best.begin(), best.begin() + have, best.end(), ranks_before);
+            for (int64_t s = 0; s < have; ++s) {
+              values[s] = approximate_value(plan.metric, best[static_cast<size_t>(s)].key);
+              ids[s] = best[static_cast<size_t>(s)].id;
+            }
+          }
+          for (int64_t s = have; s < k; ++s) values[s] = worst, ids[s] = -1;
+          if (have < k) ++sc.short_rows;
+        },
+        0.05, 1.0);
+    for (const Scratch& sc : scratch) {
+      if (a.short_rows) *a.short_rows += sc.short_rows;
+      if (a.candidates) *a.candidates += sc.candidates;
+    }
+  });
 }
 
 }  // namespace simkit::detail::cpu
