@@ -30,7 +30,7 @@ namespace {
 using detail::IvfPqLists;
 using detail::IvfPqSearchArgs;
 
-constexpr Metric kMetrics[] = {Metric::l2, Metric::sqeuclidean, Metric::cosine,
+constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
                                Metric::dot, Metric::pearson,     Metric::l1};
 
 struct Shape {
@@ -39,7 +39,7 @@ struct Shape {
 };
 
 /// The coded-space row (ivf_pq_lists.hpp): cosine unit norm, pearson centred then unit norm.
-std::vector<float> prepared(const MetricPlan& plan, const float* x, int64_t d) {
+std::vector<float> prepared(const detail::MetricPlan& plan, const float* x, int64_t d) {
   std::vector<float> out(x, x + d);
   if (plan.prep == detail::RowPrep::none) return out;
   double mean = 0, sq = 0;
@@ -75,7 +75,7 @@ std::unique_ptr<IvfPqLists> make_lists(Metric metric, const Shape& s, uint64_t s
   }
   for (int64_t l = 0; l < nlist; ++l)  // rows l * n / nlist: distinct
     L->centroids.insert(L->centroids.end(), P.begin() + (l * n / nlist) * d, P.begin() + (l * n / nlist + 1) * d);
-  std::vector<int64_t> cell(size_t(n));
+  std::vector<int64_t> cell(static_cast<size_t>(n));
   std::vector<float> R(size_t(n * d));
   for (int64_t i = 0; i < n; ++i) {
     double best = INFINITY;
@@ -174,8 +174,8 @@ void expect_same(const Result& want, const Result& got, double rel, bool exact, 
       const bool id_ok = !compare_id || want.ids(i, j) == got.ids(i, j);
       if (!value_ok || !id_ok) {
         ++bad;
-        ADD_FAILURE() << label << " row " << i << " slot " << j << ": cpu (" << want.ids(i, j) << ", " << w
-                      << ") gpu (" << got.ids(i, j) << ", " << v << ")";
+        ADD_FAILURE() << label << " row " << i << " slot " << j << ": cpu (" << want.ids(i, j) << ", " << w << ") gpu ("
+                      << got.ids(i, j) << ", " << v << ")";
       }
     }
 }
@@ -282,7 +282,9 @@ TEST(GpuIvfPq, ShortRowsArePaddedAndCounted) {
       const float worst = L->plan.negate ? -INFINITY : INFINITY;
       for (int64_t i = 0; i < got.ids.rows(); ++i)
         for (int64_t j = 0; j < 20; ++j)
-          if (got.ids(i, j) < 0) EXPECT_EQ(got.values(i, j), worst) << name_of(metric);
+          if (got.ids(i, j) < 0) {
+            EXPECT_EQ(got.values(i, j), worst) << name_of(metric);
+          }
       expect_same(on_cpu(*L, Q.view(), 20, 1, refine), got, refine > 0 ? 0.0 : 1e-5, refine > 0,
                   name_of(metric) + " short, refine " + std::to_string(refine));
     }

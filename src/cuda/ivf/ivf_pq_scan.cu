@@ -269,8 +269,7 @@ void pq_l1_keys(const float* Q, const float* X, int64_t d, const int64_t* pos, i
 void pq_finish(const int64_t* ranks, const float* keys, int64_t count, const int64_t* uid_of_rank, PqValue map,
                float worst, int64_t* ids, float* values, cudaStream_t s) {
   if (count == 0) return;
-  finish_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(ranks, keys, count, uid_of_rank, map, worst, ids,
-                                                               values);
+  finish_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(ranks, keys, count, uid_of_rank, map, worst, ids, values);
   check_launch("ivf_pq finish_kernel");
 }
 

@@ -59,7 +59,7 @@ class PqDeviceLists final : public IvfDeviceLists {
         for (int64_t j = 0; j < m; ++j) words[size_t(((g * m4 + j / 4) * 32 + lane) * 4 + j % 4)] = code[j];
       }
     // Ranks: positions ordered by id, so (key, rank) ties break to the lower id.
-    std::vector<int64_t> rank_of_pos(size_t(n)), uid_of_rank(size_t(n));
+    std::vector<int64_t> rank_of_pos(static_cast<size_t>(n)), uid_of_rank(static_cast<size_t>(n));
     pos_of_rank_host.resize(size_t(n));
     std::iota(pos_of_rank_host.begin(), pos_of_rank_host.end(), int64_t(0));
     std::sort(pos_of_rank_host.begin(), pos_of_rank_host.end(),
