@@ -206,6 +206,8 @@ void CudaBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) co
   const int64_t m = a.Q.rows, d = L.dim, k = a.k, nprobe = a.nprobe, nlist = L.nlist, n = L.size();
   // At least k slots even when the index holds fewer rows: the slots never filled come out padded.
   const int64_t kc = a.refine > 0 ? std::max(std::min(a.refine, n), k) : k;
+  if (a.refine > 0 && !L.keeps_vectors)
+    throw Error(ErrorCode::invalid_argument, "ivf_pq search: refine > 0 on an index that keeps no vectors");
   if (kc > kIvfMaxCandidates) return search_on_host(ctx, a);
   const int capacity = select_capacity(kc);
   const size_t smem = pq_scan_smem(L.m, L.ksub, d, capacity);
