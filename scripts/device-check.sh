@@ -92,12 +92,15 @@ if { [ "$what" = all ] || [ "$what" = tests ] && [ "${SANITIZER:-1}" = 1 ]; } ||
   # test_knn, test_pairwise and test_primitives hold both backends' tests: their gpu ones only.
   pids=()
   rm -f /tmp/san-*
-  for name in test_knn test_pairwise test_primitives test_kmeans test_index test_gpu_gauss test_gpu_ifgt test_gpu_stream; do
+  for name in test_knn test_pairwise test_primitives test_kmeans test_index test_ivf_pq test_lsh test_gpu_ivf_pq \
+    test_gpu_gauss test_gpu_ifgt test_gpu_stream; do
     exe=$build/tests/$name
     [ -x "$exe" ] || continue
     if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $name "* ]]; then continue; fi
     positive='*'
-    case $name in test_knn | test_pairwise | test_primitives | test_kmeans | test_index) positive='*/gpu:*_gpu:*GpuOnly.*' ;; esac
+    case $name in test_knn | test_pairwise | test_primitives | test_kmeans | test_index | test_ivf_pq | test_lsh)
+      positive='*/gpu:*_gpu:*GpuOnly.*' ;;
+    esac
     filter="$positive${SANITIZER_EXCLUDE:+-$SANITIZER_EXCLUDE}"
     # The primitives run CUB where it serves a call (cub_routes.hpp): memcheck both routes (our
     # scratch sizing feeds CUB), racecheck simkit's own kernels (CUB's shared memory is CUB's).

@@ -207,7 +207,8 @@ void add_bench_command(CLI::App& app) {
       "400,000 x 1,024 cosine case");
   add_common_options(ann_cmd, *ann, "timed batched searches per point (default 10 on the GPU, 3 on the CPU)",
                      "untimed batched searches before them (default 1)");
-  ann_cmd->add_option("--cases", ann->cases, "which cases: wordnet, synthetic, seed")->capture_default_str();
+  ann_cmd->add_option("--cases", ann->cases, "which cases: wordnet, synthetic, seed, large (10M x 96)")
+      ->capture_default_str();
   ann_cmd->add_option("--indexes", ann->indexes, "which index types: flat, ivf_flat, ivf_pq, lsh")
       ->capture_default_str();
   ann_cmd->add_option("--nlist", ann->nlist, "ivf_flat and ivf_pq cells")->capture_default_str();

@@ -6,6 +6,8 @@
 //              from the same distribution; truth = simkit's exact k-NN on the same device
 //   seed       400,000 x 1,024 clustered and unit-normalised, cosine: the seed document's
 //              single-query case (1,000 queries; truth from exact k-NN)
+//   large      10,000,000 x 96 clustered (10,000 centres), sqeuclidean, 10,000 queries: about
+//              4 GB of float32, the compressed indexes' case (ivf_pq's codes: m bytes a vector)
 //
 // For flat (exact), ivf_flat at each --nprobe, ivf_pq (m = --pq-m, each --refine depth) at each
 // --nprobe, and lsh (each --lsh tables x bits) at each --probes: recall@10 against the truth,
@@ -49,12 +51,12 @@ struct AnnCase {
   Matrix<int64_t> truth;  // m x >= 10
 };
 
-Matrix<float> clustered(int64_t n, int64_t d, bool normalize, uint64_t seed) {
+Matrix<float> clustered(int64_t n, int64_t d, bool normalize, uint64_t seed, int64_t clusters = 1000) {
   GenSpec spec;
   spec.rows = n;
   spec.dim = d;
   spec.distribution = Distribution::clustered;
-  spec.clusters = 1000;
+  spec.clusters = clusters;
   spec.std = 0.4f;
   spec.normalize = normalize;
   spec.seed = seed;
@@ -79,10 +81,12 @@ AnnCase load_case(const std::string& name, const Options& o, const Context& ctx)
     c.metric = Metric::sqeuclidean, n = quick ? 49000 : 1000000, m = quick ? 1000 : 10000, d = 128;
   } else if (name == "seed") {
     c.metric = Metric::cosine, n = quick ? 19800 : 400000, m = quick ? 200 : 1000, d = 1024, unit = true;
+  } else if (name == "large") {
+    c.metric = Metric::sqeuclidean, n = quick ? 490000 : 10000000, m = quick ? 1000 : 10000, d = 96;
   } else {
-    throw Error(ErrorCode::invalid_argument, "--cases: no ann case '" + name + "' (wordnet, synthetic, seed)");
+    throw Error(ErrorCode::invalid_argument, "--cases: no ann case '" + name + "' (wordnet, synthetic, seed, large)");
   }
-  const Matrix<float> all = clustered(n + m, d, unit, o.seed + (unit ? 13 : 11));
+  const Matrix<float> all = clustered(n + m, d, unit, o.seed + (unit ? 13 : 11), name == "large" ? 10000 : 1000);
   c.base = Matrix<float>(n, d);
   c.queries = Matrix<float>(m, d);
   std::copy_n(all.data(), c.base.size(), c.base.data());
