@@ -139,6 +139,39 @@ void copy_sync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cu
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
+/// The l1 value the GPU k-NN gives: a float32 sum in column order (see pq_l1_keys).
+double l1_column_order(const float* q, const float* x, int64_t d) {
+  float acc = 0.f;
+  for (int64_t t = 0; t < d; ++t) acc += std::fabs(q[t] - x[t]);
+  return double(acc);
+}
+
+/// l1 re-ranked on the host gives the CPU k-NN's values, which fold partial sums differently
+/// from the GPU's: the returned rows get the GPU's values (l1_column_order) and are re-ordered
+/// by them, so a GPU search agrees with the GPU k-NN whichever side ranked it.
+void l1_values_as_on_the_gpu(const IvfPqLists& L, const float* Q, const IvfPqSearchArgs& a) {
+  std::vector<int64_t> wanted(a.ids.data, a.ids.data + a.ids.size());
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  std::vector<int64_t> pos(wanted.size(), -1);
+  for (int64_t p = 0; p < L.size(); ++p) {
+    const auto it = std::lower_bound(wanted.begin(), wanted.end(), L.ids[size_t(p)]);
+    if (it != wanted.end() && *it == L.ids[size_t(p)]) pos[size_t(it - wanted.begin())] = p;
+  }
+  const int64_t d = L.dim, k = a.k;
+  std::vector<std::pair<float, int64_t>> row;
+  for (int64_t i = 0; i < a.Q.rows; ++i) {
+    row.clear();
+    for (int64_t c = 0; c < k && a.ids.row(i)[c] >= 0; ++c) {
+      const int64_t id = a.ids.row(i)[c];
+      const int64_t p = pos[size_t(std::lower_bound(wanted.begin(), wanted.end(), id) - wanted.begin())];
+      row.emplace_back(float(l1_column_order(Q + i * d, L.vectors.data() + p * d, d)), id);
+    }
+    std::sort(row.begin(), row.end());
+    for (size_t c = 0; c < row.size(); ++c) a.values.row(i)[c] = row[c].first, a.ids.row(i)[c] = row[c].second;
+  }
+}
+
 /// What the device scan does not serve, on the CPU backend with host copies of the queries.
 void search_on_host(const Context& ctx, const IvfPqSearchArgs& a) {
   Matrix<float> q;
@@ -152,13 +185,7 @@ void search_on_host(const Context& ctx, const IvfPqSearchArgs& a) {
   Context host = ctx;
   host.device = Device::cpu;
   cpu_backend().ivf_pq_search(host, h);
-}
-
-/// The l1 value the GPU k-NN gives: a float32 sum in column order (see pq_l1_keys).
-double l1_column_order(const float* q, const float* x, int64_t d) {
-  float acc = 0.f;
-  for (int64_t t = 0; t < d; ++t) acc += std::fabs(q[t] - x[t]);
-  return double(acc);
+  if (!a.lists->plan.rescores() && a.refine > 0) l1_values_as_on_the_gpu(*a.lists, h.Q.data, a);
 }
 
 /// Step 4 on the host, when the vectors stay there: each query's kc candidates re-scored
