@@ -200,14 +200,22 @@ void run_ann_suite(const Options& o) {
     if (wants("ivf_pq")) {
       const int64_t m = o.pq_m > 0 ? o.pq_m : std::max<int64_t>(1, c.base.cols() / 8);
       const std::vector<int64_t> refines = parse_int_list(o.refine, "--refine", "4");
-      // One index keeps the vectors; every re-rank depth (0: the codes' own estimates) searches it.
+      // One index keeps the vectors and serves every re-rank depth; depth 0 (the codes' own
+      // estimates) is an index without them, the memory-lean form.
       std::vector<std::pair<SearchParams, std::string>> settings;
+      bool codes_only = false;
       for (int64_t r : refines) {
+        if (r == 0) {
+          codes_only = true;
+          continue;
+        }
         const std::string params = "m=" + std::to_string(m) + ",refine=" + std::to_string(r);
         for (auto& setting : nprobe_sweep(r, params)) settings.push_back(setting);
       }
-      sweep("ivf_pq,nlist=" + std::to_string(o.nlist) + ",m=" + std::to_string(m) + ",refine=4" + seed, "ivf_pq",
-            o.nlist, settings);
+      const std::string cells = "ivf_pq,nlist=" + std::to_string(o.nlist) + ",m=" + std::to_string(m);
+      if (codes_only)
+        sweep(cells + ",refine=0" + seed, "ivf_pq", o.nlist, nprobe_sweep(0, "m=" + std::to_string(m) + ",refine=0"));
+      if (!settings.empty()) sweep(cells + ",refine=4" + seed, "ivf_pq", o.nlist, settings);
     }
     if (wants("lsh")) {
       const std::vector<int64_t> probes = parse_int_list(o.probes, "--probes", "1,2");
