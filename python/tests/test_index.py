@@ -46,6 +46,60 @@ def test_ivf_flat_all_probes_is_exact_and_fewer_probes_recall(rng: np.random.Gen
     assert np.mean([len(set(a) & set(b)) / 10 for a, b in zip(Iseed, Ik)]) >= recall
 
 
+def _recall(found: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean([len(set(a) & set(b)) / truth.shape[1] for a, b in zip(found, truth)]))
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cosine", "dot", "l1"])
+def test_ivf_pq_refine_everything_is_exact_and_codes_are_smaller(rng: np.random.Generator, metric: str) -> None:
+    X = _data(rng)
+    Q = _data(rng, 60)
+    index = simkit.Index("ivf_pq,nlist=16,m=8,refine=4,iterations=8", 24, metric)
+    index.train(X)
+    index.add(X)
+    Dk, Ik = simkit.knn(Q, X, 10, metric)
+    stats: dict = {}
+    D, I = index.search(Q, 10, nprobe=16, refine=1 << 20, stats=stats)
+    np.testing.assert_array_equal(I, Ik)
+    np.testing.assert_array_equal(D, Dk)
+    assert stats == {"short_rows": 0, "candidates": 60 * 3001}  # every row of every list
+    assert _recall(index.search(Q, 10, nprobe=4)[1], Ik) > 0.5
+    codes_only = simkit.Index("ivf_pq,nlist=16,m=8,refine=0,iterations=8", 24, metric)
+    codes_only.train(X)
+    codes_only.add(X)
+    assert index.memory_bytes - codes_only.memory_bytes == 3001 * 24 * 4  # the kept vectors
+    with pytest.raises(ValueError, match="refine"):
+        codes_only.search(Q, 10, refine=2)
+    with pytest.raises(ValueError, match="refine"):
+        index.search(Q, 10, refine=-1)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "dot", "pearson", "l2"])
+def test_lsh_every_bucket_is_exact_and_short_rows_are_counted(rng: np.random.Generator, metric: str) -> None:
+    X = _data(rng)
+    Q = _data(rng, 50)
+    index = simkit.Index("lsh,tables=4,bits=3", 24, metric)
+    index.train(X)
+    index.add(X)
+    Dk, Ik = simkit.knn(Q, X, 10, metric)
+    D, I = index.search(Q, 10, probes=1 << 30)  # every bucket of every table: every row
+    np.testing.assert_array_equal(I, Ik)
+    np.testing.assert_array_equal(D, Dk)
+    assert simkit.Index("lsh", 24, metric).description.startswith("lsh,tables=6,bits=2,probes=1")
+    # One table of 24 bits splits 3,001 rows into tiny buckets: most queries find fewer than 10
+    # candidates; their rows are padded and counted, never filled by a full scan.
+    sparse = simkit.Index("lsh,tables=1,bits=24", 24, metric)
+    sparse.train(X)
+    sparse.add(X)
+    stats: dict = {}
+    D, I = sparse.search(Q, 10, stats=stats)
+    padded = int(np.sum(I[:, -1] == -1))
+    assert stats["short_rows"] == padded > 0
+    assert stats["candidates"] >= int(np.sum(I >= 0))
+    with pytest.raises(ValueError, match="probes"):
+        index.search(Q, 10, probes=-3)
+
+
 def test_ids_remove_and_padding(rng: np.random.Generator) -> None:
     X = _data(rng, 200)
     ids = rng.permutation(10**6)[:200].astype(np.int64)

@@ -43,6 +43,10 @@ bad "search: k = 0"             "k must"                 -- I search --index kee
 bad "search: nprobe 0"          "nprobe"                 -- I search --index keep.simkit --queries q.npy -k 3 --nprobe 0 --ids out.npy
 bad "search: wrong dimension"   "dimension"              -- I search --index keep.simkit --queries q3.npy -k 3 --ids out.npy
 bad "search: bad output"        "extension"              -- I search --index keep.simkit --queries q.npy -k 3 --ids out.txt
+bad "search: refine < 0"        "refine"                 -- I search --index keep.simkit --queries q.npy -k 3 --refine -1 --ids out.npy
+bad "build: refine-on"          "refine-on"              -- I build --base base.npy --type ivf_pq --refine-on gpu --metric l2 --out out.simkit
+bad "build: lsh bits 40"        "bits must be"           -- I build --base base.npy --description lsh,bits=40 --metric cosine --out out.simkit
+bad "build: pq m divides d"     "divide"                 -- I build --base base.npy --type ivf_pq --nlist 8 --m 3 --metric l2 --out out.simkit
 bad "info: truncated"           "truncated"              -- I info --index trunc.simkit
 bad "info: missing"             "missing.simkit"         -- I info --index missing.simkit
 
@@ -65,10 +69,34 @@ if I add --index work.simkit --base more.npy --device cpu >/dev/null 2>&1 &&
 else
   fail "add / remove / info: $(I info --index work.simkit 2>&1 | tr '\n' ' ')"
 fi
+# lsh with one table of 24 bits: most of the 20 queries find fewer than 3 rows in their bucket;
+# their rows are padded (id -1) and the command says how many, with no full scan behind it.
+checks=$((checks + 1))
+if I build --base base.npy --description lsh,tables=1,bits=24 --metric cosine --out lsh.simkit --device cpu \
+     >/dev/null 2>&1 &&
+   I search --index lsh.simkit --queries q.npy -k 3 --ids lsh_ids.npy --device cpu 2>lsh.txt >/dev/null &&
+   grep -qE 'of 20 queries had fewer than k = 3 candidates' lsh.txt; then
+  echo "ok   lsh: short rows padded and reported"
+else
+  fail "lsh short rows: $(cat lsh.txt)"
+fi
+# ivf_pq with every list probed and every candidate re-ranked, and lsh with every bucket probed,
+# are exact: every base row finds itself.
+for spec in "--type ivf_pq --nlist 8 --m 4 --refine 4|--nprobe 8 --refine 1000" \
+            "--description lsh,tables=4,bits=3|--probes 1000000"; do
+  checks=$((checks + 1))
+  if I build --base base.npy ${spec%%|*} --metric l2 --out exact.simkit --device cpu >/dev/null 2>&1 &&
+     I search --index exact.simkit --queries base.npy -k 1 ${spec#*|} --ids self.npy --device cpu >/dev/null 2>&1 &&
+     python3 -c "import numpy as n; a=n.load('self.npy'); assert (a[:,0]==n.arange(400)).all()" 2>/dev/null; then
+    echo "ok   ${spec%% *} ${spec#*--}: every row finds itself"
+  else
+    fail "${spec}: rows do not find themselves"
+  fi
+done
 # bench ann, smoke size: the flat row and ivf_flat with every list probed find every truth id.
 checks=$((checks + 1))
-if "$simkit" bench ann --quick --device cpu --cases synthetic --nlist 64 --nprobe 1,64 --single 5 --repeat 1 \
-     --csv ann.csv >ann.txt 2>&1 &&
+if "$simkit" bench ann --quick --device cpu --cases synthetic --indexes flat,ivf_flat --nlist 64 --nprobe 1,64 \
+     --single 5 --repeat 1 --csv ann.csv >ann.txt 2>&1 &&
    grep -qE '^simkit,synthetic,flat,0,0,1\.00000,' ann.csv && grep -qE '^simkit,synthetic,ivf_flat,64,64,1\.00000,' ann.csv &&
    grep -qE '^simkit,synthetic,ivf_flat,64,1,0\.' ann.csv; then
   echo "ok   bench ann --quick: exact rows at recall 1"
