@@ -88,7 +88,7 @@ for spec in "--type ivf_pq --nlist 8 --m 4 --refine 4|--nprobe 8 --refine 1000" 
   if I build --base base.npy ${spec%%|*} --metric l2 --out exact.simkit --device cpu >/dev/null 2>&1 &&
      I search --index exact.simkit --queries base.npy -k 1 ${spec#*|} --ids self.npy --device cpu >/dev/null 2>&1 &&
      python3 -c "import numpy as n; a=n.load('self.npy'); assert (a[:,0]==n.arange(400)).all()" 2>/dev/null; then
-    echo "ok   ${spec%% *} ${spec#*--}: every row finds itself"
+    echo "ok   build ${spec%%|*}, search ${spec#*|}: every row finds itself"
   else
     fail "${spec}: rows do not find themselves"
   fi

@@ -635,6 +635,44 @@ def test_index_build_failure_is_reported(serve: Any, rng: np.random.Generator) -
     assert hits[0]["id"] == 4
 
 
+def test_compressed_and_hashing_indexes_serve_and_short_searches_are_counted(
+        serve: Any, rng: np.random.Generator) -> None:
+    s = serve()
+    c = s.client()
+    n, d, k = 600, 16, 10
+    create_collection(c, "pq", d, "Cosine")
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    ids = random_ids(rng, n)
+    upsert(c, "pq", ids, X)
+    live = Live(ids, X)
+    Q = rng.standard_normal((12, d)).astype(np.float32)
+    # ivf_pq probing every list and re-ranking every candidate answers exactly, from 4 bytes a point.
+    description = "ivf_pq,nlist=4,m=4,refine=100,nprobe=4"
+    c.ok("PUT", "/collections/pq/index", {"index": description}, expect=202)
+    info = wait_build(c, "pq")
+    assert info["index"]["build"] == "ready" and info["index"]["type"] == "ivf_pq", info
+    for q in Q:
+        hits = c.ok("POST", "/collections/pq/points/search", {"vector": q.tolist(), "limit": k})
+        want, score_of = live.reference(q, k, "Cosine")
+        compare_ranking([h["id"] for h in hits], want, score_of)
+    # lsh with one table of 24 bits: a query's bucket holds few points, so searches come back
+    # short (never filled by a full scan) and the server counts them.
+    c.ok("PUT", "/collections/pq/index", {"index": "lsh,tables=1,bits=24"}, expect=202)
+    info = wait_build(c, "pq")
+    assert info["index"]["build"] == "ready" and info["index"]["type"] == "lsh", info
+    before = metric(c.get("/metrics")[2], "simkit_search_short_total", collection="pq")
+    short = 0
+    for q in Q:
+        hits = c.ok("POST", "/collections/pq/points/search", {"vector": q.tolist(), "limit": k})
+        short += len(hits) < k
+        want, score_of = live.reference(q, n, "Cosine")
+        assert all(h["id"] in score_of for h in hits)
+        assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    assert short > 0
+    after = metric(c.get("/metrics")[2], "simkit_search_short_total", collection="pq")
+    assert after - before == short
+
+
 def test_delete_collection_answers_queued_searches(serve: Any, rng: np.random.Generator) -> None:
     s = serve("--max-batch", "1", "--max-delay-us", "0", "--timeout-ms", "300000")
     c = s.client()
