@@ -343,8 +343,8 @@ TEST_F(LshGpuOnly, SameResultsAsTheCpuInBothRegimes) {
   } cases[] = {{"lsh,tables=2,bits=10", 2, "sparse gather"},
                {"lsh,tables=8,bits=2", 1, "dense masked scan"},
                {"lsh,tables=2,bits=4", int64_t(1) << 30, "every bucket (dense)"},
-               // Small buckets in many tables: the bounds from bucket sizes straddle 1/8, so the
-               // regime is decided by the device's exact count; two probes per table.
+               // Small buckets in many tables, two probes each: the bounds from bucket sizes tend
+               // to straddle 1/8, leaving the regime to the device's exact count.
                {"lsh,tables=8,bits=4", 2, "multi-probe (counted, then dense or sparse)"}};
   for (Metric metric : kMetrics) {
     const Matrix<float> X = inputs_for(metric, 3000, 29, seed), Q = inputs_for(metric, 70, 29, seed + 3);

@@ -116,8 +116,8 @@ T* room(const Context& ctx, DeviceMatrix<T>& m, int64_t count) {
   return m.view().data;
 }
 
-/// One query's probed buckets (numbered within their table), table after table, each table's
-/// distinct and in `length` order, and the bounds on its distinct candidate count they give.
+/// One query's probed buckets (numbered within their table), table after table, `length` of
+/// them per table, sorted and distinct; and the bounds they give on its distinct candidates.
 struct Probed {
   std::vector<int32_t> buckets;
   std::vector<int64_t> length;  // per table
