@@ -2,7 +2,7 @@
 // recall rising with probes and tables, every bucket probed equal to knn, short rows padded and
 // counted (never filled by a scan), candidate counts, save/load, contradictory files, the
 // factory's refusals, the seed's preset; and on the GPU, the same results as the CPU in both
-// candidate regimes.
+// candidate regimes, with multi-probe and short rows in the dense one.
 
 #include <gtest/gtest.h>
 
@@ -342,7 +342,10 @@ TEST_F(LshGpuOnly, SameResultsAsTheCpuInBothRegimes) {
     const char* regime;
   } cases[] = {{"lsh,tables=2,bits=10", 2, "sparse gather"},
                {"lsh,tables=8,bits=2", 1, "dense masked scan"},
-               {"lsh,tables=2,bits=4", int64_t(1) << 30, "every bucket (dense)"}};
+               {"lsh,tables=2,bits=4", int64_t(1) << 30, "every bucket (dense)"},
+               // Small buckets in many tables, two probes each: the bounds from bucket sizes tend
+               // to straddle 1/8, leaving the regime to the device's exact count.
+               {"lsh,tables=8,bits=4", 2, "multi-probe (counted, then dense or sparse)"}};
   for (Metric metric : kMetrics) {
     const Matrix<float> X = inputs_for(metric, 3000, 29, seed), Q = inputs_for(metric, 70, 29, seed + 3);
     for (const Case& c : cases) {
@@ -363,6 +366,40 @@ TEST_F(LshGpuOnly, SameResultsAsTheCpuInBothRegimes) {
       dv.copy_to_host(back.values.view());
       di.copy_to_host(back.ids.view());
       expect_same(back, want, label + " device-resident", rel);
+    }
+  }
+}
+
+// A dense batch (most queries meet a third of the rows or more) holding one query far from
+// every row: its probes meet no stored bucket, so it has no candidates and is padded and
+// counted on the device as on the CPU, never filled by the scan that scored every row. Two
+// probes per table exercise the device's multi-probe lists in the masking pass.
+TEST_F(LshGpuOnly, DenseBatchWithAShortRowAndMultiProbe) {
+  SIMKIT_REQUIRE_GPU();
+  const Context gpu = gpu_context(), cpu = cpu_context();
+  const Matrix<float> X = random_matrix(3000, 8, 31);
+  Matrix<float> Q = random_matrix(70, 8, 32);
+  for (int64_t j = 0; j < 8; ++j) Q(5, j) = 1000.0f + float(j);
+  for (Metric metric : {Metric::l2, Metric::sqeuclidean, Metric::l1}) {
+    for (int64_t probes : {1, 2}) {
+      auto index = build(cpu, "lsh,tables=2,bits=2,width=2", X, metric);
+      const std::string label = std::string(to_string(metric)) + " probes " + std::to_string(probes);
+      SearchStats on_cpu, on_gpu;
+      const IndexSearchResult want = index->search(cpu, Q.view(), 10, with_probes(probes, &on_cpu));
+      // The premise: the batch is in the dense regime (f >= 1/8) and query 5 is short.
+      ASSERT_GE(on_cpu.candidates * 8, Q.rows() * X.rows()) << label;
+      ASSERT_GE(on_cpu.short_rows, 1) << label;
+      for (int64_t p = 0; p < 10; ++p) ASSERT_EQ(want.ids(5, p), -1) << label;
+      const double rel = metric == Metric::l1 ? 1e-6 : 0;
+      expect_same(index->search(gpu, Q.view(), 10, with_probes(probes, &on_gpu)), want, label, rel);
+      EXPECT_EQ(on_gpu.candidates, on_cpu.candidates) << label;
+      EXPECT_EQ(on_gpu.short_rows, on_cpu.short_rows) << label;
+      // One query alone: the single-query path.
+      SearchStats one_cpu, one_gpu;
+      const Matrix<float> q0 = random_matrix(1, 8, 33);
+      const IndexSearchResult one = index->search(cpu, q0.view(), 10, with_probes(probes, &one_cpu));
+      expect_same(index->search(gpu, q0.view(), 10, with_probes(probes, &one_gpu)), one, label + " single", rel);
+      EXPECT_EQ(one_gpu.candidates, one_cpu.candidates) << label;
     }
   }
 }

@@ -190,6 +190,10 @@ void LshCandidates::add_bucket(const LshTables& T, int64_t g) {
   }
 }
 
+bool lsh_whole_table(const LshTables& T, int64_t t, int64_t probes) {
+  return probes >= T.buckets(t) || (T.sign && T.bits < 62 && probes >= (int64_t(1) << T.bits));
+}
+
 // The multi-probe sequence (after Lv et al., "Multi-probe LSH", VLDB 2007). A perturbation
 // changes one hash of the query's key; its cost says how likely a near neighbour is to sit on
 // the other side:
@@ -208,8 +212,7 @@ void LshCandidates::add_bucket(const LshTables& T, int64_t g) {
 const std::vector<int64_t>& LshCandidates::probe(const LshTables& T, const float* proj, int64_t t, int64_t probes) {
   buckets_.clear();
   const int64_t k0 = T.key_start[size_t(t)], k1 = T.key_start[size_t(t + 1)];
-  const bool whole = probes >= k1 - k0 || (T.sign && T.bits < 62 && probes >= (int64_t(1) << T.bits));
-  if (whole) {
+  if (lsh_whole_table(T, t, probes)) {
     for (int64_t g = k0; g < k1; ++g) buckets_.push_back(g);
     return buckets_;
   }

@@ -47,6 +47,10 @@ std::vector<int64_t> lsh_row_keys(const LshTables& T, MatrixView<const float> X,
 /// rows by key with simkit::sort (stable) on the host.
 void lsh_build_buckets(LshTables& T);
 
+/// Whether table t is taken whole at `probes` probes: its bucket count (or, sign hashing, 2^bits)
+/// is at most `probes`. The same for every query, so a search knows it before probing.
+bool lsh_whole_table(const LshTables& T, int64_t t, int64_t probes);
+
 /// A query's distinct candidate rows: the members of the buckets it probes in every table.
 /// Holds per-thread scratch; one instance per thread.
 class LshCandidates {
@@ -58,7 +62,8 @@ class LshCandidates {
   void gather(const LshTables& T, const float* proj, int64_t probes);
   const std::vector<int64_t>& rows() const noexcept { return rows_; }
   /// The buckets (global indices into T.keys) table t probes for this query, in probe order,
-  /// or all of them when the table is taken whole. Exposed for the tests.
+  /// or all of them when the table is taken whole. The GPU search marks candidates on the device
+  /// from these buckets (cuda/lsh/lsh_search.cpp) instead of gathering their rows.
   const std::vector<int64_t>& probe(const LshTables& T, const float* proj, int64_t t, int64_t probes);
 
  private:
