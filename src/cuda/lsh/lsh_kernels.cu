@@ -12,9 +12,11 @@ namespace {
 constexpr int kThreads = 256;
 // Queries per block of lsh_mark: one bit each in a row's membership word.
 constexpr int kMarkQueries = 32;
-// The probe lists of a block's queries are staged in shared memory when they fit here (the
-// default limit, no opt-in needed); longer lists are read from global memory (L1 / L2 cached).
-constexpr int64_t kMarkSharedBytes = 48 * 1024;
+// The probe lists of a block's queries are staged in shared memory when they fit here: the
+// default 48 KiB a block may use without opting in, less the kernel's static per-query counters
+// (a list of exactly 48 KiB plus those was refused at launch: 8 tables x 64 probes x 24 queries);
+// longer lists are read from global memory (L1 / L2 cached).
+constexpr int64_t kMarkSharedBytes = 48 * 1024 - kMarkQueries * int64_t(sizeof(unsigned));
 
 __global__ void l1_keys_kernel(const float* __restrict__ Q, const float* __restrict__ X, int64_t d,
                                const int64_t* __restrict__ ids, int64_t rows, int64_t C, double* __restrict__ keys) {
