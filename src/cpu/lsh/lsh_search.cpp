@@ -15,8 +15,9 @@
 //                    A GEMM over all rows runs near peak; a row-by-row gather of most of them
 //                    cannot. With every bucket probed this is knn's computation, tile for tile,
 //                    so the float32 keys, the kept kc and hence the result are knn's bit for bit.
-//   sparse           each query's candidates, sorted by row, copied into blocks of kBaseTile
-//                    and scored by a BlockEngine over that block (one query row); work ~ f n d.
+//   sparse           each query's candidates in row order, each key a SIMD float32 sum straight
+//                    from the row (the epilogue's form: cosine / pearson scaled by the rows'
+//                    inverse norms, squared distances summed directly); work ~ f n d.
 // Both regimes split over Context::threads; the rows' statistics are computed once per index
 // version (LshTables::stats).
 
@@ -27,8 +28,10 @@
 #include <vector>
 
 #include "core/rescore.hpp"
+#include "core/simd.hpp"
 #include "cpu/block.hpp"
 #include "cpu/cpu_backend.hpp"
+#include "cpu/l1.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/select/top_k.hpp"
 #include "index/lsh_hash.hpp"
@@ -44,18 +47,46 @@ std::shared_ptr<const RowStats> base_stats(const LshTables& T, int threads) {
   return T.stats;
 }
 
-/// The statistics of rows[0 .. count) of `src`, in that order.
-RowStats pick_stats(const RowStats& src, const int64_t* rows, int64_t count) {
-  RowStats out;
-  auto take = [&](const std::vector<double>& from, std::vector<double>& to) {
-    if (from.empty()) return;
-    to.resize(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) to[static_cast<size_t>(i)] = from[static_cast<size_t>(rows[i])];
-  };
-  take(src.sq, out.sq);
-  take(src.inv, out.inv);
-  take(src.mean, out.mean);
-  return out;
+// Float32 sums of one pair, eight lanes at a time: the sparse regime's keys.
+float dot(const float* a, const float* b, int64_t d) {
+  simd::f8 s0{}, s1{};
+  int64_t i = 0;
+  for (; i + 16 <= d; i += 16) {
+    s0 += simd::load8(a + i) * simd::load8(b + i);
+    s1 += simd::load8(a + i + 8) * simd::load8(b + i + 8);
+  }
+  for (; i + 8 <= d; i += 8) s0 += simd::load8(a + i) * simd::load8(b + i);
+  float s = static_cast<float>(simd::sum_as_double(s0 + s1));
+  for (; i < d; ++i) s += a[i] * b[i];
+  return s;
+}
+
+/// a . (b - mean): b centred on the fly, for pearson (a is centred already).
+float centred_dot(const float* a, const float* b, float mean, int64_t d) {
+  const simd::f8 m = simd::f8{} + mean;
+  simd::f8 s0{};
+  int64_t i = 0;
+  for (; i + 8 <= d; i += 8) s0 += simd::load8(a + i) * (simd::load8(b + i) - m);
+  float s = static_cast<float>(simd::sum_as_double(s0));
+  for (; i < d; ++i) s += a[i] * (b[i] - mean);
+  return s;
+}
+
+float sqdist(const float* a, const float* b, int64_t d) {
+  simd::f8 s0{}, s1{};
+  int64_t i = 0;
+  for (; i + 16 <= d; i += 16) {
+    const simd::f8 u = simd::load8(a + i) - simd::load8(b + i), w = simd::load8(a + i + 8) - simd::load8(b + i + 8);
+    s0 += u * u;
+    s1 += w * w;
+  }
+  for (; i + 8 <= d; i += 8) {
+    const simd::f8 u = simd::load8(a + i) - simd::load8(b + i);
+    s0 += u * u;
+  }
+  float s = static_cast<float>(simd::sum_as_double(s0 + s1));
+  for (; i < d; ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  return s;
 }
 
 struct Scratch {
@@ -63,6 +94,7 @@ struct Scratch {
   BlockEngine::Workspace ws;
   std::vector<float> block, gathered;
   std::vector<TopK> lists;
+  TopK one;
   std::vector<Candidate> merged;
   std::vector<int64_t> picked, rows;
   ExactPairs exact;
@@ -81,9 +113,11 @@ class Search {
   Search(const LshSearchArgs& a, const RowStats& q_stats, const RowStats& x_stats)
       : a_(a), T_(*a.tables), q_stats_(q_stats), x_stats_(x_stats) {}
 
-  /// One query's candidates (the rows marked in `marks`): their keys in blocks of gathered
-  /// rows, the best kc kept, then finish().
+  /// One query's candidates (the rows marked in `marks`): each one's float32 key straight from
+  /// its row, the best kc kept, then finish(). Copying the rows into a block for sgemm cost
+  /// more than the products: a candidate's row is read once here, from wherever it lies.
   void sparse(int64_t q, const uint64_t* marks, Scratch& sc) const {
+    const MetricPlan& plan = T_.plan;
     const int64_t d = T_.dim, words = (T_.size() + 63) / 64;
     // Ascending, so that TopK's tie rule on positions is the (key, row) rule.
     std::vector<int64_t>& rows = sc.rows;
@@ -91,30 +125,48 @@ class Search {
     for (int64_t w = 0; w < words; ++w)
       for (uint64_t b = marks[w]; b; b &= b - 1) rows.push_back(w * 64 + std::countr_zero(b));
     const auto count = static_cast<int64_t>(rows.size());
-    if (sc.lists.empty()) sc.lists.resize(1);
-    TopK& list = sc.lists[0];
-    list.reset(std::max<int64_t>(1, kc(count)), count);
-    const MatrixView<const float> qv{a_.Q.row(q), 1, d};
-    for (int64_t c0 = 0; c0 < count; c0 += kBaseTile) {
-      const int64_t tx = std::min(kBaseTile, count - c0);
-      sc.gathered.resize(static_cast<size_t>(tx * d));
-      for (int64_t j = 0; j < tx; ++j)
-        std::copy_n(T_.vectors.data() + rows[static_cast<size_t>(c0 + j)] * d, d, sc.gathered.data() + j * d);
-      const BlockEngine engine(T_.plan, qv, pick_stats(q_stats_, &q, 1),
-                               MatrixView<const float>{sc.gathered.data(), tx, d},
-                               pick_stats(x_stats_, rows.data() + c0, tx));
-      sc.ws.q_at = sc.ws.x_at = -1;  // the workspace's cached copies belong to another engine
-      sc.block.resize(static_cast<size_t>(tx));
-      engine.compute(sc.ws, 0, 1, 0, tx, sc.block.data(), tx, /*squared=*/true);
-      if (T_.plan.negate)
-        list.offer<true>(sc.block.data(), tx, c0);
-      else
-        list.offer<false>(sc.block.data(), tx, c0);
-    }
     sc.merged.clear();
-    if (count > 0) {
-      for (Candidate c : list.best()) sc.merged.push_back({c.key, rows[static_cast<size_t>(c.id)]});
+    if (count == 0) return finish(q, sc.merged, 0, sc);
+
+    const float* query = a_.Q.row(q);
+    if (plan.prep == RowPrep::centre_normalize) {
+      sc.gathered.resize(static_cast<size_t>(d));
+      centre_rows(query, 1, d, q_stats_.mean.data() + q, sc.gathered.data());
+      query = sc.gathered.data();
     }
+    const double q_inv = q_stats_.inv.empty() ? 0 : q_stats_.inv[static_cast<size_t>(q)];
+    sc.block.resize(static_cast<size_t>(count));
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t r = rows[static_cast<size_t>(j)];
+      if (j + 2 < count) {
+        const char* next = reinterpret_cast<const char*>(T_.vectors.data() + rows[static_cast<size_t>(j + 2)] * d);
+        for (int64_t b = 0; b < d * 4; b += 64) __builtin_prefetch(next + b);
+      }
+      const float* x = T_.vectors.data() + r * d;
+      float v;
+      if (!plan.product) {
+        l1_block(query, 1, x, 1, d, &v, 1);  // knn's own l1 bits
+      } else if (plan.prep != RowPrep::none) {
+        const float c = plan.prep == RowPrep::centre_normalize
+                            ? centred_dot(query, x, static_cast<float>(x_stats_.mean[static_cast<size_t>(r)]), d)
+                            : dot(query, x, d);
+        double u = static_cast<double>(c) * q_inv * x_stats_.inv[static_cast<size_t>(r)];
+        u = u > 1.0 ? 1.0 : (u < -1.0 ? -1.0 : u);  // as cosine_epilogue clamps
+        v = static_cast<float>(u);
+      } else if (plan.expanded) {
+        v = sqdist(query, x, d);  // the direct form: no expansion to cancel
+      } else {
+        v = dot(query, x, d);
+      }
+      sc.block[static_cast<size_t>(j)] = v;
+    }
+    TopK& list = sc.one;
+    list.reset(std::max<int64_t>(1, kc(count)), count);
+    if (plan.negate)
+      list.offer<true>(sc.block.data(), count, 0);
+    else
+      list.offer<false>(sc.block.data(), count, 0);
+    for (Candidate c : list.best()) sc.merged.push_back({c.key, rows[static_cast<size_t>(c.id)]});
     finish(q, sc.merged, count, sc);
   }
 
