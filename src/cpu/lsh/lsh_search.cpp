@@ -244,10 +244,7 @@ void CpuBackend::lsh_search(const Context& ctx, const LshSearchArgs& a) const {
       marks.assign(static_cast<size_t>(tq * words), 0);
       run_tasks(quiet, threads, tq, [&](int64_t i, int tid) {
         LshCandidates& c = scratch[static_cast<size_t>(tid)].cands;
-        c.gather(T, proj.data() + (i0 + i) * H, a.probes);
-        uint64_t* mk = marks.data() + i * words;
-        for (int64_t r : c.rows()) mk[r >> 6] |= uint64_t{1} << (r & 63);
-        counts[static_cast<size_t>(i)] = static_cast<int64_t>(c.rows().size());
+        counts[static_cast<size_t>(i)] = c.mark(T, proj.data() + (i0 + i) * H, a.probes, marks.data() + i * words);
       });
       double total = 0;
       for (int64_t i = 0; i < tq; ++i) total += static_cast<double>(counts[static_cast<size_t>(i)]);
