@@ -3,6 +3,7 @@
 #include "index/lsh_hash.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numbers>
 #include <numeric>
@@ -310,6 +311,18 @@ void LshCandidates::gather(const LshTables& T, const float* proj, int64_t probes
   rows_.clear();
   for (int64_t t = 0; t < T.tables; ++t)
     for (int64_t g : probe(T, proj, t, probes)) add_bucket(T, g);
+}
+
+int64_t LshCandidates::mark(const LshTables& T, const float* proj, int64_t probes, uint64_t* bits) {
+  for (int64_t t = 0; t < T.tables; ++t)
+    for (int64_t g : probe(T, proj, t, probes))
+      for (int64_t p = T.bucket_start[size_t(g)]; p < T.bucket_start[size_t(g + 1)]; ++p) {
+        const int64_t r = T.members[static_cast<size_t>(p)];
+        bits[r >> 6] |= uint64_t{1} << (r & 63);
+      }
+  int64_t count = 0;
+  for (int64_t w = 0; w < (T.size() + 63) / 64; ++w) count += std::popcount(bits[w]);
+  return count;
 }
 
 }  // namespace simkit::detail

@@ -61,6 +61,11 @@ class LshCandidates {
   /// `proj` holds the query's T.hashes() projections. The rows land in rows(), unordered.
   void gather(const LshTables& T, const float* proj, int64_t probes);
   const std::vector<int64_t>& rows() const noexcept { return rows_; }
+  /// The same candidates as a bitmap: sets bit r (of word r / 64) of `bits`, which holds
+  /// (T.size() + 63) / 64 words, for every candidate row r, and returns how many bits are set
+  /// (bits already set count too). No list and no dedup stamps: for the CPU search, where
+  /// most rows can be candidates and a bitmap of the rows stays in cache.
+  int64_t mark(const LshTables& T, const float* proj, int64_t probes, uint64_t* bits);
   /// The buckets (global indices into T.keys) table t probes for this query, in probe order,
   /// or all of them when the table is taken whole. The GPU search marks candidates on the device
   /// from these buckets (cuda/lsh/lsh_search.cpp) instead of gathering their rows.

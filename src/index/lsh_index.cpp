@@ -258,6 +258,10 @@ class LshIndex final : public Index {
 
  private:
   void drop_device_copy() {
+    {
+      std::lock_guard g(T_.stats_mutex);
+      T_.stats.reset();
+    }
     std::lock_guard g(T_.device_mutex);
     T_.device.reset();
   }

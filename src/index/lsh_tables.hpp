@@ -31,6 +31,7 @@
 
 #include "core/hd.hpp"
 #include "core/metric_plan.hpp"
+#include "cpu/dot_family.hpp"
 
 namespace simkit::detail {
 
@@ -85,6 +86,11 @@ struct LshTables {
   int64_t buckets(int64_t t) const noexcept {
     return key_start[static_cast<size_t>(t + 1)] - key_start[static_cast<size_t>(t)];
   }
+
+  /// The rows' epilogue statistics (cpu/dot_family.hpp) for the CPU search's float32 keys,
+  /// computed on first use and reset by every change, like the device copy.
+  mutable std::mutex stats_mutex;
+  mutable std::shared_ptr<const cpu::RowStats> stats;
 
   /// The device copy, made by the CUDA backend on first use and reset by every change.
   mutable std::mutex device_mutex;

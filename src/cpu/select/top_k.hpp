@@ -14,6 +14,8 @@
 // O(1) per accepted value and O(n + k log k) per query overall, for any k up to n; a heap
 // would pay O(log k) per accepted value and cannot be vectorised.
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -42,6 +44,11 @@ class TopK {
   /// Offers values[j] with id first_id + j for j < count; with Negate the key is -values[j].
   template <bool Negate>
   void offer(const float* values, int64_t count, int64_t first_id);
+
+  /// offer() restricted to the ids whose bit is set in `marks` (bit r of word r / 64): a
+  /// masked scan, where only some of a block's columns belong to the selection.
+  template <bool Negate>
+  void offer_marked(const float* values, int64_t count, int64_t first_id, const uint64_t* marks);
 
   /// The best min(keep, offered) pairs (NaNs not counted with skip_nan) in no particular order; the selection is spent
   /// until the next reset, and the caller may reorder the returned buffer.
@@ -86,6 +93,23 @@ void TopK::offer(const float* values, int64_t count, int64_t first_id) {
   for (; j < count; ++j) {
     const float key = Negate ? -values[j] : values[j];
     if (!(key > bound_key_)) consider(key, first_id + j);
+  }
+}
+
+template <bool Negate>
+void TopK::offer_marked(const float* values, int64_t count, int64_t first_id, const uint64_t* marks) {
+  for (int64_t j = 0; j < count;) {
+    const int64_t r = first_id + j;
+    const int64_t span = std::min<int64_t>(64 - (r & 63), count - j);
+    uint64_t w = marks[r >> 6] >> (r & 63);
+    if (span < 64) w &= (uint64_t{1} << span) - 1;
+    while (w) {
+      const int b = std::countr_zero(w);
+      w &= w - 1;
+      const float key = Negate ? -values[j + b] : values[j + b];
+      if (!(key > bound_key_)) consider(key, r + b);
+    }
+    j += span;
   }
 }
 
