@@ -119,11 +119,13 @@ class IvfPqIndex final : public Index {
     std::shared_lock lock(mutex_);
     return !lists_.offsets.empty();
   }
-  /// Codes, the lists' ids and the id set's sorted copy, offsets, centroids, code books, and the
-  /// original rows when kept: n (m + 16) bytes (n (m + 16 + 4 dim) with refine) plus fixed parts.
+  /// Codes, the lists' ids and the id set's sorted copy, offsets, centroids, code books, the
+  /// list terms (4 nlist m ksub bytes where made), and the original rows when kept: n (m + 16)
+  /// bytes (n (m + 16 + 4 dim) with refine) plus fixed parts.
   size_t memory_bytes() const override {
     std::shared_lock lock(mutex_);
-    return lists_.codes.size() +
+    const size_t terms = lists_.list_terms ? lists_.list_terms->size() * sizeof(float) : 0;
+    return terms + lists_.codes.size() +
            (lists_.vectors.size() + lists_.centroids.size() + lists_.codebooks.size()) * sizeof(float) +
            (lists_.ids.size() + lists_.offsets.size() + static_cast<size_t>(ids_.size())) * sizeof(int64_t);
   }
@@ -170,6 +172,7 @@ class IvfPqIndex final : public Index {
     L.ksub = pq.ksub();
     L.codebooks.assign(pq.codebooks().data(), pq.codebooks().data() + pq.codebooks().size());
     pq_ = std::move(pq);
+    L.list_terms = make_list_terms(L);
     L.offsets.assign(static_cast<size_t>(params_.nlist + 1), 0);
     if (ctx.progress) ctx.progress(1.0);
     drop_device_copy();
@@ -309,6 +312,7 @@ class IvfPqIndex final : public Index {
       L.codebooks = read_array<float>(f, "codebooks", L.m * L.ksub * L.dsub());
       check_finite_section(f, "codebooks", L.codebooks);
       pq_.assign(L.codebooks.data(), L.ksub);
+      L.list_terms = make_list_terms(L);
       L.offsets = read_array<int64_t>(f, "offsets", nlist + 1);
       const auto& o = L.offsets;
       if (o.front() != 0 || o.back() != n || !std::is_sorted(o.begin(), o.end()))
@@ -374,7 +378,7 @@ class IvfPqIndex final : public Index {
       IvfPqLists sub;
       sub.dim = L.dim, sub.nlist = L.nlist, sub.m = L.m, sub.ksub = L.ksub;
       sub.plan = L.plan, sub.coarse = L.coarse, sub.table = L.table;
-      sub.centroids = L.centroids, sub.codebooks = L.codebooks;
+      sub.centroids = L.centroids, sub.codebooks = L.codebooks, sub.list_terms = L.list_terms;
       std::vector<char> keep(static_cast<size_t>(L.size()), 0);
       for (int64_t r : rows.rows) keep[size_t(r)] = 1;
       sub.offsets.assign(static_cast<size_t>(L.nlist + 1), 0);

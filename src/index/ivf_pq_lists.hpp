@@ -54,6 +54,11 @@ struct IvfPqLists {
   bool keeps_vectors = false;    // refine > 0 at build time
   bool refine_on_device = true;  // a GPU search re-ranks with a device copy of `vectors`
   std::vector<float> vectors;    // size() x dim as given, when keeps_vectors
+  /// The squared-distance form's list terms, nlist x m x ksub: |e_s|^2 + 2 c_j.e_s for list c,
+  /// sub-space j, code book entry s (ivf_pq_prep.hpp, make_list_terms), or null: another form, or
+  /// more than kPqListTermsCap bytes. Depends only on the centroids and code books, so it is
+  /// made at train / load and shared (not copied) by the allow-list's sub-lists.
+  std::shared_ptr<const std::vector<float>> list_terms;
 
   int64_t dsub() const noexcept { return m > 0 ? dim / m : 0; }
   int64_t size() const noexcept { return offsets.empty() ? 0 : offsets.back(); }

@@ -13,12 +13,18 @@
 //      ranked by (value, id); without, the best k are returned with the metric's value of the
 //      approximate key. Rows short of k are padded and counted.
 //
-// Tables. For the squared-distance form T[j][s] = |r_j|^2 + |e_s|^2 - 2 r_j.e_s, with r = q' - c
-// and |e_s|^2 computed once per search; the code books are transposed per sub-space (dsub x
-// ksub) so the r_j.e_s loop runs over the ksub entries in vector lanes. A float32 entry may
-// come out slightly negative where r_j ~ e_s; it is clamped at 0, what a distance can be. The
-// negated-dot table (-q_j.e_s) does not depend on the list and is built once per query; the list
-// enters as the bias -q.c. l1 has no expansion: sum_t |r_t - e_st|, also over the lanes.
+// Tables. For the squared-distance form, with r = q' - c, |r_j - e_s|^2 = |r_j|^2 + |e_s|^2 -
+// 2 r_j.e_s = |q'_j - c_j|^2 + (|e_s|^2 + 2 c_j.e_s) - 2 q'_j.e_s. The middle term depends on
+// the list alone and is made once at train time (IvfPqLists::list_terms); -2 q'_j.e_s is made
+// once per query; the summed |q' - c|^2 becomes the key's bias. A (query, list) table is then
+// one add of two m x ksub tables instead of m * ksub * dsub multiply-adds. Entries may be
+// negative (the bias is added back in the key), and the keys differ from a float64 table in
+// the last bits: they are estimates, and the exact re-rank decides the final order. Without
+// list terms (over their memory cap, or lists made by hand) the table is built per pair from r
+// in float32 as |r_j|^2 + |e_s|^2 - 2 r_j.e_s, clamped at 0. The code books are transposed per
+// sub-space (dsub x ksub) so the dot loops run over the ksub entries in vector lanes. The
+// negated-dot table (-q_j.e_s) does not depend on the list and is built once per query; the
+// list enters as the bias -q.c. l1 has no expansion: sum_t |r_t - e_st| per pair, over the lanes.
 
 #include <algorithm>
 #include <cmath>
@@ -131,18 +137,24 @@ void residual_table(const IvfPqLists& L, const Books& b, const float* r, float* 
   }
 }
 
-/// T[j][s] = -q_j.e_s: the dot table, the same for every list.
-void dot_table(const IvfPqLists& L, const Books& b, const float* q, float* T) {
+/// T[j][s] = scale * q_j.e_s: the query's half of a table, the same for every list (dot: scale
+/// -1, the whole table; squared distance with list terms: scale -2).
+void query_table(const IvfPqLists& L, const Books& b, const float* q, float scale, float* T) {
   const int64_t m = L.m, ds = L.dsub(), ks = L.ksub;
   for (int64_t j = 0; j < m; ++j) {
     float* Tj = T + j * ks;
     std::fill(Tj, Tj + ks, 0.0f);
     for (int64_t t = 0; t < ds; ++t) {
-      const float a = -q[j * ds + t];
+      const float a = scale * q[j * ds + t];
       const float* e = b.t.data() + (j * ds + t) * ks;
       for (int64_t s = 0; s < ks; ++s) Tj[s] += a * e[s];
     }
   }
+}
+
+/// T = P + QY over n floats: a (query, list) table from the list's terms and the query's half.
+void add_tables(const float* P, const float* QY, int64_t n, float* T) {
+  for (int64_t i = 0; i < n; ++i) T[i] = P[i] + QY[i];
 }
 
 /// Keys of rows [r0, r1) of the list at `codes` offered to `sel`.
@@ -222,8 +234,9 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
     knn(quiet, KnnArgs{Qp, L.centroid_rows(), nprobe, plan_metric(L.coarse), probe_values.view(), probes.view()});
 
     const Books books = regroup(L);
+    const float* terms = L.list_terms ? L.list_terms->data() : nullptr;
     struct Scratch {
-      std::vector<float> table, residual;
+      std::vector<float> table, residual, query_half;
       Selection sel;
       std::vector<std::pair<double, int64_t>> ranked;
       int64_t short_rows = 0, candidates = 0;
@@ -239,7 +252,11 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
           sc.table.resize(static_cast<size_t>(L.m * ks));
           sc.residual.resize(static_cast<size_t>(d));
           const float* q = Qp.row(i);
-          if (L.table == PqTable::neg_dot) dot_table(L, books, q, sc.table.data());
+          if (L.table == PqTable::neg_dot) query_table(L, books, q, -1.0f, sc.table.data());
+          if (terms) {
+            sc.query_half.resize(static_cast<size_t>(L.m * ks));
+            query_table(L, books, q, -2.0f, sc.query_half.data());
+          }
           sc.sel.reset(kc);
           for (int64_t p = 0; p < nprobe; ++p) {
             const int64_t l = probes(i, p);
@@ -250,6 +267,11 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
             float bias = 0;
             if (L.table == PqTable::neg_dot) {
               bias = static_cast<float>(-exact_dot_vector(q, c, d));
+            } else if (terms) {
+              double rr = 0;
+              for (int64_t t = 0; t < d; ++t) rr += double(q[t] - c[t]) * double(q[t] - c[t]);
+              bias = static_cast<float>(rr);
+              add_tables(terms + l * L.m * ks, sc.query_half.data(), L.m * ks, sc.table.data());
             } else {
               for (int64_t t = 0; t < d; ++t) sc.residual[static_cast<size_t>(t)] = q[t] - c[t];
               residual_table(L, books, sc.residual.data(), sc.table.data());
