@@ -119,13 +119,13 @@ class IvfPqIndex final : public Index {
     std::shared_lock lock(mutex_);
     return !lists_.offsets.empty();
   }
-  /// Codes, the lists' ids and the id set's sorted copy, offsets, centroids, code books, the
-  /// list terms (4 nlist m ksub bytes where made), and the original rows when kept: n (m + 16)
-  /// bytes (n (m + 16 + 4 dim) with refine) plus fixed parts.
+  /// Codes, the squared-distance row terms (4 bytes a row, l2 / sqeuclidean / cosine / pearson),
+  /// the lists' ids and the id set's sorted copy, offsets, centroids, code books, and the original
+  /// rows when kept: n (m + 20) bytes (n (m + 20 + 4 dim) with refine) plus fixed parts (4 bytes
+  /// less a row for dot and l1).
   size_t memory_bytes() const override {
     std::shared_lock lock(mutex_);
-    const size_t terms = lists_.list_terms ? lists_.list_terms->size() * sizeof(float) : 0;
-    return terms + lists_.codes.size() +
+    return lists_.codes.size() + lists_.row_terms.size() * sizeof(float) +
            (lists_.vectors.size() + lists_.centroids.size() + lists_.codebooks.size()) * sizeof(float) +
            (lists_.ids.size() + lists_.offsets.size() + static_cast<size_t>(ids_.size())) * sizeof(int64_t);
   }
@@ -172,7 +172,6 @@ class IvfPqIndex final : public Index {
     L.ksub = pq.ksub();
     L.codebooks.assign(pq.codebooks().data(), pq.codebooks().data() + pq.codebooks().size());
     pq_ = std::move(pq);
-    L.list_terms = make_list_terms(L);
     L.offsets.assign(static_cast<size_t>(params_.nlist + 1), 0);
     if (ctx.progress) ctx.progress(1.0);
     drop_device_copy();
@@ -222,6 +221,7 @@ class IvfPqIndex final : public Index {
     L.vectors = std::move(vectors);
     L.ids = std::move(row_ids);
     L.offsets = std::move(offsets);
+    make_row_terms(L);
     ids_.insert(ids);
     drop_device_copy();
   }
@@ -252,6 +252,7 @@ class IvfPqIndex final : public Index {
     if (L.keeps_vectors) L.vectors.resize(static_cast<size_t>(out * d));
     L.ids.resize(static_cast<size_t>(out));
     L.offsets = std::move(offsets);
+    make_row_terms(L);
     drop_device_copy();
     return removed;
   }
@@ -312,7 +313,6 @@ class IvfPqIndex final : public Index {
       L.codebooks = read_array<float>(f, "codebooks", L.m * L.ksub * L.dsub());
       check_finite_section(f, "codebooks", L.codebooks);
       pq_.assign(L.codebooks.data(), L.ksub);
-      L.list_terms = make_list_terms(L);
       L.offsets = read_array<int64_t>(f, "offsets", nlist + 1);
       const auto& o = L.offsets;
       if (o.front() != 0 || o.back() != n || !std::is_sorted(o.begin(), o.end()))
@@ -330,6 +330,7 @@ class IvfPqIndex final : public Index {
     L.vectors = read_array<float>(f, "vectors", L.keeps_vectors ? n * d : 0);
     check_finite_section(f, "vectors", L.vectors);
     L.ids = ids;
+    make_row_terms(L);  // derived from what was read, so not in the file
     ids_.reset(std::move(ids), h.next_id, f.path());
   }
 
@@ -378,7 +379,7 @@ class IvfPqIndex final : public Index {
       IvfPqLists sub;
       sub.dim = L.dim, sub.nlist = L.nlist, sub.m = L.m, sub.ksub = L.ksub;
       sub.plan = L.plan, sub.coarse = L.coarse, sub.table = L.table;
-      sub.centroids = L.centroids, sub.codebooks = L.codebooks, sub.list_terms = L.list_terms;
+      sub.centroids = L.centroids, sub.codebooks = L.codebooks;
       std::vector<char> keep(static_cast<size_t>(L.size()), 0);
       for (int64_t r : rows.rows) keep[size_t(r)] = 1;
       sub.offsets.assign(static_cast<size_t>(L.nlist + 1), 0);
@@ -387,6 +388,7 @@ class IvfPqIndex final : public Index {
           if (!keep[size_t(r)]) continue;
           sub.codes.insert(sub.codes.end(), L.codes.begin() + r * L.m, L.codes.begin() + (r + 1) * L.m);
           sub.ids.push_back(L.ids[size_t(r)]);
+          if (!L.row_terms.empty()) sub.row_terms.push_back(L.row_terms[size_t(r)]);
         }
         sub.offsets[size_t(l + 1)] = static_cast<int64_t>(sub.ids.size());
       }

@@ -6,8 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 #include "core/metric_plan.hpp"
 #include "index/ivf_pq_lists.hpp"
@@ -37,35 +35,28 @@ inline void prepare_pq_rows(const MetricPlan& plan, const float* x, int64_t n, i
   }
 }
 
-/// The largest list-term table made (bytes). Below it the terms replace a per-(query, list)
-/// table build of m * ksub * dsub multiply-adds by m * ksub adds; at nlist = 1024, m = 48 they
-/// take 48 MiB. Above it (nlist in the tens of thousands with large m) the terms would outgrow
-/// the codes of most indexes and stop fitting any cache, so the search builds each table from
-/// the residual instead (cpu/ivf/ivf_pq_search.cpp).
-inline constexpr size_t kPqListTermsCap = size_t(256) << 20;
-
-/// For the squared-distance form, |q' - c - e|^2 = |q' - c|^2 + (|e|^2 + 2 c_j.e) - 2 q'_j.e per
-/// sub-space j and code book entry e: the middle term depends on the list alone. Returns it for
-/// every (list, j, entry), each summed in float64 and rounded once; null for the other forms or
-/// above the cap.
-inline std::shared_ptr<const std::vector<float>> make_list_terms(const IvfPqLists& L) {
-  const int64_t nlist = L.nlist, m = L.m, ks = L.ksub, ds = L.dsub(), d = L.dim;
-  const size_t count = static_cast<size_t>(nlist * m * ks);
-  if (L.table != PqTable::sqdist || count == 0 || count * sizeof(float) > kPqListTermsCap) return nullptr;
-  auto terms = std::make_shared<std::vector<float>>(count);
-  float* out = terms->data();
-#pragma omp parallel for schedule(static)
-  for (int64_t l = 0; l < nlist; ++l)
-    for (int64_t j = 0; j < m; ++j) {
-      const float* c = L.centroids.data() + l * d + j * ds;
-      for (int64_t s = 0; s < ks; ++s) {
-        const float* e = L.codebooks.data() + (j * ks + s) * ds;
-        double v = 0;
-        for (int64_t t = 0; t < ds; ++t) v += double(e[t]) * (double(e[t]) + 2.0 * double(c[t]));
-        out[(l * m + j) * ks + s] = static_cast<float>(v);
+/// For the squared-distance form, |q' - c - e|^2 = |q' - c|^2 + sum_j (|e_j|^2 + 2 c_j.e_j) -
+/// 2 q'.e for a row coded as e in the list of c: the middle sum depends on the row alone, so it
+/// is stored per row (4 bytes) and the search needs only the query's -2 q'_j.e_s table and
+/// |q' - c|^2 per list. Sets L.row_terms for every row (empty for the other forms).
+inline void make_row_terms(IvfPqLists& L) {
+  L.row_terms.clear();
+  if (L.table != PqTable::sqdist || L.offsets.empty()) return;
+  const int64_t m = L.m, ks = L.ksub, ds = L.dsub(), d = L.dim;
+  L.row_terms.resize(static_cast<size_t>(L.size()));
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int64_t l = 0; l < L.nlist; ++l) {
+    const float* c = L.centroids.data() + l * d;
+    for (int64_t r = L.offsets[size_t(l)]; r < L.offsets[size_t(l + 1)]; ++r) {
+      const uint8_t* code = L.codes.data() + r * m;
+      double v = 0;
+      for (int64_t j = 0; j < m; ++j) {
+        const float* e = L.codebooks.data() + (j * ks + code[j]) * ds;
+        for (int64_t t = 0; t < ds; ++t) v += double(e[t]) * (double(e[t]) + 2.0 * double(c[j * ds + t]));
       }
+      L.row_terms[size_t(r)] = static_cast<float>(v);
     }
-  return terms;
+  }
 }
 
 }  // namespace simkit::detail

@@ -13,18 +13,18 @@
 //      ranked by (value, id); without, the best k are returned with the metric's value of the
 //      approximate key. Rows short of k are padded and counted.
 //
-// Tables. For the squared-distance form, with r = q' - c, |r_j - e_s|^2 = |r_j|^2 + |e_s|^2 -
-// 2 r_j.e_s = |q'_j - c_j|^2 + (|e_s|^2 + 2 c_j.e_s) - 2 q'_j.e_s. The middle term depends on
-// the list alone and is made once at train time (IvfPqLists::list_terms); -2 q'_j.e_s is made
-// once per query; the summed |q' - c|^2 becomes the key's bias. A (query, list) table is then
-// one add of two m x ksub tables instead of m * ksub * dsub multiply-adds. Entries may be
-// negative (the bias is added back in the key), and the keys differ from a float64 table in
-// the last bits: they are estimates, and the exact re-rank decides the final order. Without
-// list terms (over their memory cap, or lists made by hand) the table is built per pair from r
-// in float32 as |r_j|^2 + |e_s|^2 - 2 r_j.e_s, clamped at 0. The code books are transposed per
+// Tables. For the squared-distance form, with r = q' - c, a row coded as e has
+// |r - e|^2 = |q' - c|^2 + sum_j (|e_j|^2 + 2 c_j.e_j) - 2 q'.e. The middle sum depends on the
+// row alone and is stored with it (IvfPqLists::row_terms); -2 q'_j.e_s is one m x ksub table per
+// query, the same for every list; |q' - c|^2 is the list's bias. So no table is built per
+// (query, list) pair: that build (m * ksub * dsub multiply-adds, or a read of a per-list table
+// of m * ksub floats from memory) was most of the search. Keys now differ from a float64 table
+// in the last bits and may be slightly negative: they are estimates, and the exact re-rank
+// decides the final order. Lists without row terms (made by hand) get the per-pair table
+// |r_j|^2 + |e_s|^2 - 2 r_j.e_s in float32, clamped at 0. The code books are transposed per
 // sub-space (dsub x ksub) so the dot loops run over the ksub entries in vector lanes. The
-// negated-dot table (-q_j.e_s) does not depend on the list and is built once per query; the
-// list enters as the bias -q.c. l1 has no expansion: sum_t |r_t - e_st| per pair, over the lanes.
+// negated-dot table (-q_j.e_s) does not depend on the list either; the list enters as the bias
+// -q.c. l1 has no expansion: sum_t |r_t - e_st| per pair, over the lanes.
 
 #include <algorithm>
 #include <cmath>
@@ -138,7 +138,7 @@ void residual_table(const IvfPqLists& L, const Books& b, const float* r, float* 
 }
 
 /// T[j][s] = scale * q_j.e_s: the query's half of a table, the same for every list (dot: scale
-/// -1, the whole table; squared distance with list terms: scale -2).
+/// -1, the whole table; squared distance with row terms: scale -2).
 void query_table(const IvfPqLists& L, const Books& b, const float* q, float scale, float* T) {
   const int64_t m = L.m, ds = L.dsub(), ks = L.ksub;
   for (int64_t j = 0; j < m; ++j) {
@@ -152,23 +152,21 @@ void query_table(const IvfPqLists& L, const Books& b, const float* q, float scal
   }
 }
 
-/// T = P + QY over n floats: a (query, list) table from the list's terms and the query's half.
-void add_tables(const float* P, const float* QY, int64_t n, float* T) {
-  for (int64_t i = 0; i < n; ++i) T[i] = P[i] + QY[i];
-}
-
-/// Keys of rows [r0, r1) of the list at `codes` offered to `sel`.
-void scan_list(const IvfPqLists& L, const float* T, float bias, int64_t r0, int64_t r1, Selection& sel) {
+/// Keys of rows [r0, r1) offered to `sel`: bias (+ the row's term, when `rt` is given) + the sum
+/// of the m table entries its codes pick. Four rows at a time: four independent add chains.
+void scan_list(const IvfPqLists& L, const float* T, float bias, const float* rt, int64_t r0, int64_t r1,
+               Selection& sel) {
   const int64_t m = L.m, ks = L.ksub;
   const uint8_t* codes = L.codes.data();
   const int64_t* ids = L.ids.data();
+  auto start = [&](int64_t r) { return rt ? bias + rt[r] : bias; };
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) {
     const uint8_t* c0 = codes + r * m;
     const uint8_t* c1 = c0 + m;
     const uint8_t* c2 = c1 + m;
     const uint8_t* c3 = c2 + m;
-    float a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+    float a0 = start(r), a1 = start(r + 1), a2 = start(r + 2), a3 = start(r + 3);
     const float* t = T;
     for (int64_t j = 0; j < m; ++j, t += ks) {
       a0 += t[c0[j]];
@@ -184,10 +182,15 @@ void scan_list(const IvfPqLists& L, const float* T, float bias, int64_t r0, int6
   }
   for (; r < r1; ++r) {
     const uint8_t* c = codes + r * m;
-    float a = bias;
+    float a = start(r);
     for (int64_t j = 0; j < m; ++j) a += T[j * ks + c[j]];
     if (a <= sel.bound()) sel.push(a, ids[r], r);
   }
+}
+
+/// Asks for the cache lines of a row of d floats.
+inline void prefetch_row(const float* x, int64_t d) {
+  for (int64_t t = 0; t < d; t += 16) __builtin_prefetch(x + t);
 }
 
 /// The metric's value of an approximate key (ivf_pq_lists.hpp's table forms).
@@ -234,9 +237,9 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
     knn(quiet, KnnArgs{Qp, L.centroid_rows(), nprobe, plan_metric(L.coarse), probe_values.view(), probes.view()});
 
     const Books books = regroup(L);
-    const float* terms = L.list_terms ? L.list_terms->data() : nullptr;
+    const float* terms = L.row_terms.empty() ? nullptr : L.row_terms.data();
     struct Scratch {
-      std::vector<float> table, residual, query_half;
+      std::vector<float> table, residual;
       Selection sel;
       std::vector<std::pair<double, int64_t>> ranked;
       int64_t short_rows = 0, candidates = 0;
@@ -253,10 +256,7 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
           sc.residual.resize(static_cast<size_t>(d));
           const float* q = Qp.row(i);
           if (L.table == PqTable::neg_dot) query_table(L, books, q, -1.0f, sc.table.data());
-          if (terms) {
-            sc.query_half.resize(static_cast<size_t>(L.m * ks));
-            query_table(L, books, q, -2.0f, sc.query_half.data());
-          }
+          if (terms) query_table(L, books, q, -2.0f, sc.table.data());
           sc.sel.reset(kc);
           for (int64_t p = 0; p < nprobe; ++p) {
             const int64_t l = probes(i, p);
@@ -271,12 +271,11 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
               double rr = 0;
               for (int64_t t = 0; t < d; ++t) rr += double(q[t] - c[t]) * double(q[t] - c[t]);
               bias = static_cast<float>(rr);
-              add_tables(terms + l * L.m * ks, sc.query_half.data(), L.m * ks, sc.table.data());
             } else {
               for (int64_t t = 0; t < d; ++t) sc.residual[static_cast<size_t>(t)] = q[t] - c[t];
               residual_table(L, books, sc.residual.data(), sc.table.data());
             }
-            scan_list(L, sc.table.data(), bias, r0, r1, sc.sel);
+            scan_list(L, sc.table.data(), bias, terms, r0, r1, sc.sel);
           }
           std::vector<PqCandidate>& best = sc.sel.best();
           float* values = a.values.row(i);
@@ -284,8 +283,14 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
           int64_t have = 0;
           if (a.refine > 0) {
             sc.ranked.clear();
-            for (const PqCandidate& cand : best)
-              sc.ranked.emplace_back(exact_pq_key(plan, a.Q.row(i), L.vectors.data() + cand.row * d, d), cand.id);
+            // The candidates' rows are scattered over the stored vectors: fetch a few ahead.
+            constexpr size_t ahead = 4;
+            for (size_t c = 0; c < std::min(ahead, best.size()); ++c)
+              prefetch_row(L.vectors.data() + best[c].row * d, d);
+            for (size_t c = 0; c < best.size(); ++c) {
+              if (c + ahead < best.size()) prefetch_row(L.vectors.data() + best[c + ahead].row * d, d);
+              sc.ranked.emplace_back(exact_pq_key(plan, a.Q.row(i), L.vectors.data() + best[c].row * d, d), best[c].id);
+            }
             have = std::min<int64_t>(k, static_cast<int64_t>(sc.ranked.size()));
             std::partial_sort(sc.ranked.begin(), sc.ranked.begin() + have, sc.ranked.end());
             for (int64_t s = 0; s < have; ++s) {
