@@ -204,6 +204,45 @@ float approximate_value(Metric metric, float key) {
   }
 }
 
+/// exact_key of four rows at once for the dot and cosine forms. Each row's sums are the very
+/// operations exact_dot / exact_mean / exact_cosine perform, in the same order, so the keys have
+/// the same bits as knn's; running four rows' serial chains side by side hides the latency of
+/// each float64 add, which bounds a single chain. |q|^2 and the query's mean are given (`qq`,
+/// `qm`): they are the same for every row.
+void exact_keys4(ExactForm form, const float* q, const float* const* x, int64_t d, double qq, double qm, double* out) {
+  const bool centred = form == ExactForm::centred_cosine;
+  double mb[4] = {0, 0, 0, 0};
+  if (centred) {
+    double s[4] = {0, 0, 0, 0};
+    for (int64_t t = 0; t < d; ++t)
+      for (int c = 0; c < 4; ++c) s[c] += x[c][t];
+    for (int c = 0; c < 4; ++c) mb[c] = s[c] / static_cast<double>(d);
+  }
+  const double ma = centred ? qm : 0.0;
+  double ab[4] = {0, 0, 0, 0}, bb[4] = {0, 0, 0, 0};
+  const bool norms = form != ExactForm::dot;
+  for (int64_t t = 0; t < d; ++t) {
+    const double a = static_cast<double>(q[t]) - ma;
+    for (int c = 0; c < 4; ++c) {
+      const double b = static_cast<double>(x[c][t]) - mb[c];
+      ab[c] += a * b;
+      if (norms) bb[c] += b * b;
+    }
+  }
+  for (int c = 0; c < 4; ++c) {
+    if (!norms) {
+      out[c] = -ab[c];
+      continue;
+    }
+    double cs = 0.0;
+    if (qq > 0 && bb[c] > 0) {
+      cs = ab[c] / (std::sqrt(qq) * std::sqrt(bb[c]));
+      cs = cs > 1.0 ? 1.0 : (cs < -1.0 ? -1.0 : cs);
+    }
+    out[c] = -cs;
+  }
+}
+
 /// The exact key knn ranks by: float64 for the product metrics, the l1 kernel's float otherwise.
 double exact_pq_key(const MetricPlan& plan, const float* q, const float* x, int64_t d) {
   if (plan.rescores()) return exact_key(plan.exact, q, x, d);
@@ -268,9 +307,7 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
             if (L.table == PqTable::neg_dot) {
               bias = static_cast<float>(-exact_dot_vector(q, c, d));
             } else if (terms) {
-              double rr = 0;
-              for (int64_t t = 0; t < d; ++t) rr += double(q[t] - c[t]) * double(q[t] - c[t]);
-              bias = static_cast<float>(rr);
+              bias = static_cast<float>(exact_sqdist(q, c, d));
             } else {
               for (int64_t t = 0; t < d; ++t) sc.residual[static_cast<size_t>(t)] = q[t] - c[t];
               residual_table(L, books, sc.residual.data(), sc.table.data());
@@ -283,13 +320,29 @@ void CpuBackend::ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) con
           int64_t have = 0;
           if (a.refine > 0) {
             sc.ranked.clear();
-            // The candidates' rows are scattered over the stored vectors: fetch a few ahead.
-            constexpr size_t ahead = 4;
-            for (size_t c = 0; c < std::min(ahead, best.size()); ++c)
-              prefetch_row(L.vectors.data() + best[c].row * d, d);
-            for (size_t c = 0; c < best.size(); ++c) {
-              if (c + ahead < best.size()) prefetch_row(L.vectors.data() + best[c + ahead].row * d, d);
-              sc.ranked.emplace_back(exact_pq_key(plan, a.Q.row(i), L.vectors.data() + best[c].row * d, d), best[c].id);
+            // The candidates' rows are scattered over the stored vectors: fetch a group ahead.
+            const float* qi = a.Q.row(i);
+            const auto row_of = [&](size_t c) { return L.vectors.data() + best[c].row * d; };
+            const size_t nb = best.size();
+            for (size_t c = 0; c < std::min<size_t>(8, nb); ++c) prefetch_row(row_of(c), d);
+            const ExactForm form = plan.exact;
+            const bool grouped = plan.rescores() && form != ExactForm::sqdist && form != ExactForm::none;
+            size_t c = 0;
+            if (grouped) {
+              const bool centred = form == ExactForm::centred_cosine;
+              const double qm = centred ? exact_mean(qi, d) : 0.0;
+              const double qq = form == ExactForm::dot ? 0.0 : exact_dot(qi, qi, d, qm, qm);
+              for (; c + 4 <= nb; c += 4) {
+                for (size_t f = c + 8; f < std::min(c + 12, nb); ++f) prefetch_row(row_of(f), d);
+                const float* xs[4] = {row_of(c), row_of(c + 1), row_of(c + 2), row_of(c + 3)};
+                double keys[4];
+                exact_keys4(form, qi, xs, d, qq, qm, keys);
+                for (size_t u = 0; u < 4; ++u) sc.ranked.emplace_back(keys[u], best[c + u].id);
+              }
+            }
+            for (; c < nb; ++c) {
+              if (c + 8 < nb) prefetch_row(row_of(c + 8), d);
+              sc.ranked.emplace_back(exact_pq_key(plan, qi, row_of(c), d), best[c].id);
             }
             have = std::min<int64_t>(k, static_cast<int64_t>(sc.ranked.size()));
             std::partial_sort(sc.ranked.begin(), sc.ranked.begin() + have, sc.ranked.end());
