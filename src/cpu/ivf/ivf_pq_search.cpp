@@ -2,16 +2,17 @@
 //
 // Unlike ivf_flat's scan (one sgemm per list tile for a batch of queries, cpu/ivf/ivf_search.cpp)
 // a code scan is table lookups, m bytes per row: a list is small in memory (m bytes a row) and
-// the work per (query, list) pair is its table (m x ksub entries, about as many flops as
-// m * ksub * dsub) plus m lookups per row. So queries run independently, one task each:
-//   1. coarse: the nprobe nearest centroids of every prepared query (this backend's exact k-NN);
-//   2. per probed list: the table for (query, list), then the list's keys
-//      bias + sum_j T[j][code_j] in float32, four rows at a time for independent adds, each key
-//      tested against the selection's bound before it is kept;
+// the work per (query, list) pair is m lookups per row, plus (l1, or lists without row terms)
+// its table. So queries run independently, one task each:
+//   1. coarse: the nprobe nearest centroids of every prepared query, ranked in float32 from one
+//      sgemm per block of queries (float_probes; pearson: this backend's exact k-NN);
+//   2. per probed list: the table for (query, list) where it depends on the list, then the
+//      list's keys bias (+ row term) + sum_j T[j][code_j] in float32, four rows at a time for
+//      independent adds, each key tested against the selection's bound before it is kept;
 //   3. the best kc (k, or the re-rank depth) by (key, user id): with a re-rank they are re-scored
-//      exactly against the kept vectors (float64, or l1's own float32 kernel, as knn does) and
-//      ranked by (value, id); without, the best k are returned with the metric's value of the
-//      approximate key. Rows short of k are padded and counted.
+//      exactly against the kept vectors (float64 with knn's arithmetic, four rows at a time, or
+//      l1's own float32 kernel) and ranked by (value, id); without, the best k are returned with
+//      the metric's value of the approximate key. Rows short of k are padded and counted.
 //
 // Tables. For the squared-distance form, with r = q' - c, a row coded as e has
 // |r - e|^2 = |q' - c|^2 + sum_j (|e_j|^2 + 2 c_j.e_j) - 2 q'.e. The middle sum depends on the
