@@ -1,7 +1,10 @@
 // The GPU ivf_pq search (src/cuda/ivf/) against the CPU backend's, on lists built here from
-// random data by ivf_pq_lists.hpp's rules: with refine the same ids and values (l1 within float
-// rounding: its value is the GPU k-NN's float32 column-order sum), without refine the same ids
-// where the approximate values are apart and values within 1e-5 relative; the same stats.
+// random data by ivf_pq_lists.hpp's rules: with every probed row re-ranked the same ids and
+// values (l1 within float rounding: its value is the GPU k-NN's float32 column-order sum);
+// otherwise (refine = 0, or a re-rank of part of the probed rows) the same ids where the values
+// are apart and values within 1e-5 relative, since the CPU's float32 tables (list terms plus
+// a per-query half, cpu/ivf/ivf_pq_search.cpp) and the GPU's float64 ones round differently;
+// the same stats.
 // Also: device-resident queries, the re-rank on the host equal to the one on the device, a
 // table that needs the shared-memory opt-in (m = 64), kc beyond the device scan's capacity (the
 // host fallback), and short rows. Skips where no CUDA device is visible.
@@ -22,6 +25,7 @@
 #include "contexts.hpp"
 #include "core/backend.hpp"
 #include "index/ivf_pq_lists.hpp"
+#include "index/ivf_pq_prep.hpp"
 #include "index/product_quantizer.hpp"
 
 namespace simkit::test {
@@ -112,6 +116,7 @@ std::unique_ptr<IvfPqLists> make_lists(Metric metric, const Shape& s, uint64_t s
     L->ids[size_t(pos)] = 7 + 3 * i;
     if (s.keeps_vectors) std::copy(X.begin() + i * d, X.begin() + (i + 1) * d, L->vectors.begin() + pos * d);
   }
+  detail::make_row_terms(*L);  // as the index makes them: the CPU's fast tables
   return L;
 }
 
@@ -190,7 +195,11 @@ TEST(GpuIvfPq, RefineMatchesCpuForEveryMetric) {
     for (int64_t refine : {int64_t(10), int64_t(40), int64_t(200)}) {
       const Result want = on_cpu(*L, Q.view(), 10, 4, refine);
       const Result got = on_gpu(*L, Q.view(), 10, 4, refine);
-      expect_same(want, got, metric == Metric::l1 ? 1e-6 : 0.0, true,
+      // 2,000 candidates cover the ~750 rows of 4 lists: every row is re-ranked, so the
+      // approximate keys (float32 on the CPU, float64 tables on the GPU) cannot matter. Fewer
+      // candidates: a row at the cut may differ where two keys agree to float rounding.
+      const bool all = refine == 200;
+      expect_same(want, got, metric == Metric::l1 || !all ? 1e-5 : 0.0, all,
                   name_of(metric) + " refine " + std::to_string(refine));
     }
   }
@@ -246,7 +255,8 @@ TEST(GpuIvfPq, WideTableOptsIntoSharedMemory) {
     const auto L = make_lists(metric, wide, 51);
     ASSERT_EQ(L->ksub, 256);
     const Matrix<float> Q = random_queries(33, L->dim, 52);
-    expect_same(on_cpu(*L, Q.view(), 10, 3, 40), on_gpu(*L, Q.view(), 10, 3, 40), 0.0, true,
+    // 400 candidates of ~560 probed rows: the cut may differ among near-equal keys (see above).
+    expect_same(on_cpu(*L, Q.view(), 10, 3, 40), on_gpu(*L, Q.view(), 10, 3, 40), 1e-5, false,
                 name_of(metric) + " m = 64, refine");
     expect_same(on_cpu(*L, Q.view(), 10, 3, 0), on_gpu(*L, Q.view(), 10, 3, 0), 1e-5, false,
                 name_of(metric) + " m = 64, no refine");

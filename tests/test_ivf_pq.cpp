@@ -244,13 +244,13 @@ TEST_P(IvfPq, MemoryBytesIsTheFootprint) {
   const Matrix<float> X = random_matrix(n, d, 101);
   auto codes_only = build("ivf_pq,nlist=8,m=4", X, Metric::l2);
   auto refined = build("ivf_pq,nlist=8,m=4,refine=2", X, Metric::l2);
-  // codes, the lists' ids and the id set's sorted copy; centroids, code books (256 entries of
-  // d / m floats per sub-space), offsets.
+  // codes, the row terms (l2: one float a row), the lists' ids and the id set's sorted copy;
+  // centroids, code books (256 entries of d / m floats per sub-space), offsets.
   const size_t fixed = size_t(nlist * d * 4 + m * 256 * (d / m) * 4 + (nlist + 1) * 8);
-  EXPECT_EQ(codes_only->memory_bytes(), size_t(n * (m + 16)) + fixed);
+  EXPECT_EQ(codes_only->memory_bytes(), size_t(n * (m + 20)) + fixed);
   EXPECT_EQ(refined->memory_bytes() - codes_only->memory_bytes(), size_t(n * d * 4));
   codes_only->remove(std::vector<int64_t>{0, 1, 2, 3, 4});
-  EXPECT_EQ(codes_only->memory_bytes(), size_t((n - 5) * (m + 16)) + fixed);
+  EXPECT_EQ(codes_only->memory_bytes(), size_t((n - 5) * (m + 20)) + fixed);
 }
 
 class TempDir {

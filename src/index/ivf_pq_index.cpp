@@ -119,11 +119,13 @@ class IvfPqIndex final : public Index {
     std::shared_lock lock(mutex_);
     return !lists_.offsets.empty();
   }
-  /// Codes, the lists' ids and the id set's sorted copy, offsets, centroids, code books, and the
-  /// original rows when kept: n (m + 16) bytes (n (m + 16 + 4 dim) with refine) plus fixed parts.
+  /// Codes, the squared-distance row terms (4 bytes a row, l2 / sqeuclidean / cosine / pearson),
+  /// the lists' ids and the id set's sorted copy, offsets, centroids, code books, and the original
+  /// rows when kept: n (m + 20) bytes (n (m + 20 + 4 dim) with refine) plus fixed parts (4 bytes
+  /// less a row for dot and l1).
   size_t memory_bytes() const override {
     std::shared_lock lock(mutex_);
-    return lists_.codes.size() +
+    return lists_.codes.size() + lists_.row_terms.size() * sizeof(float) +
            (lists_.vectors.size() + lists_.centroids.size() + lists_.codebooks.size()) * sizeof(float) +
            (lists_.ids.size() + lists_.offsets.size() + static_cast<size_t>(ids_.size())) * sizeof(int64_t);
   }
@@ -219,6 +221,7 @@ class IvfPqIndex final : public Index {
     L.vectors = std::move(vectors);
     L.ids = std::move(row_ids);
     L.offsets = std::move(offsets);
+    make_row_terms(L);
     ids_.insert(ids);
     drop_device_copy();
   }
@@ -249,6 +252,7 @@ class IvfPqIndex final : public Index {
     if (L.keeps_vectors) L.vectors.resize(static_cast<size_t>(out * d));
     L.ids.resize(static_cast<size_t>(out));
     L.offsets = std::move(offsets);
+    make_row_terms(L);
     drop_device_copy();
     return removed;
   }
@@ -326,6 +330,7 @@ class IvfPqIndex final : public Index {
     L.vectors = read_array<float>(f, "vectors", L.keeps_vectors ? n * d : 0);
     check_finite_section(f, "vectors", L.vectors);
     L.ids = ids;
+    make_row_terms(L);  // derived from what was read, so not in the file
     ids_.reset(std::move(ids), h.next_id, f.path());
   }
 
@@ -383,6 +388,7 @@ class IvfPqIndex final : public Index {
           if (!keep[size_t(r)]) continue;
           sub.codes.insert(sub.codes.end(), L.codes.begin() + r * L.m, L.codes.begin() + (r + 1) * L.m);
           sub.ids.push_back(L.ids[size_t(r)]);
+          if (!L.row_terms.empty()) sub.row_terms.push_back(L.row_terms[size_t(r)]);
         }
         sub.offsets[size_t(l + 1)] = static_cast<int64_t>(sub.ids.size());
       }

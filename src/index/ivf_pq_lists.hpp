@@ -54,6 +54,11 @@ struct IvfPqLists {
   bool keeps_vectors = false;    // refine > 0 at build time
   bool refine_on_device = true;  // a GPU search re-ranks with a device copy of `vectors`
   std::vector<float> vectors;    // size() x dim as given, when keeps_vectors
+  /// The squared-distance form's row terms, one per row in `codes` order: the sum over sub-spaces
+  /// j of |e_j|^2 + 2 c_j.e_j, e_j the row's code book entry and c its list's centroid (that is
+  /// |c + e|^2 - |c|^2), in float64 rounded once (ivf_pq_prep.hpp, make_row_terms). Empty for the
+  /// other forms and for lists made without them; the search then builds each table whole.
+  std::vector<float> row_terms;
 
   int64_t dsub() const noexcept { return m > 0 ? dim / m : 0; }
   int64_t size() const noexcept { return offsets.empty() ? 0 : offsets.back(); }

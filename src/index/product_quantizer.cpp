@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <simkit/error.hpp>
 #include <simkit/kmeans.hpp>
@@ -51,29 +52,79 @@ void ProductQuantizer::assign(const float* codebooks, int64_t ksub) {
   ksub_ = ksub;
 }
 
+// Encoding compares every sub-vector with every code book entry. The float64 difference form
+// below is the reference (its rounding does not depend on the order of terms in any way that
+// matters for a tie); it is also scalar and slow (n m ksub dsub of it). So each entry is first
+// scored in float32 as |x|^2 + |e|^2 - 2 x.e, vectorised over the entries, and only the entries
+// within that form's error bound of the float32 minimum are re-scored by the reference. The
+// chosen code is then the reference's: nearest, ties to the lower index.
+namespace {
+
+/// float64 reference: sum over t of (x_t - e_t)^2, in order.
+double reference_distance(const float* x, const float* e, int64_t ds) {
+  double d = 0;
+  for (int64_t t = 0; t < ds; ++t) {
+    const double a = double(x[t]) - double(e[t]);
+    d += a * a;
+  }
+  return d;
+}
+
+}  // namespace
+
 void ProductQuantizer::encode(MatrixView<const float> X, uint8_t* codes) const {
   require_trained("encode");
   if (X.cols != dim_)
     throw Error(ErrorCode::invalid_argument, "product quantizer: rows to encode have " + std::to_string(X.cols) +
                                                  " columns, the quantizer " + std::to_string(dim_));
-  const int64_t ds = dsub();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < X.rows; ++i) {
-    const float* x = X.row(i);
-    for (int64_t j = 0; j < m_; ++j) {
-      const float* xs = x + j * ds;
-      const float* c = codebooks_.data() + j * ksub_ * ds;
-      int64_t best = 0;
-      double best_d = INFINITY;
-      for (int64_t c_i = 0; c_i < ksub_; ++c_i) {
-        double d = 0;  // float64: a tie in float32 sums must not depend on the order of terms
+  const int64_t ds = dsub(), ks = ksub_, m = m_;
+  // Per sub-space: the entries transposed (dsub rows of ksub), their squared norms, the largest.
+  std::vector<float> books(static_cast<size_t>(m * ds * ks)), norms(static_cast<size_t>(m * ks));
+  std::vector<float> max_norm(static_cast<size_t>(m), 0.0f);
+  for (int64_t j = 0; j < m; ++j)
+    for (int64_t s = 0; s < ks; ++s) {
+      const float* e = codebooks_.data() + (j * ks + s) * ds;
+      double n = 0;
+      for (int64_t t = 0; t < ds; ++t) n += double(e[t]) * e[t];
+      for (int64_t t = 0; t < ds; ++t) books[size_t((j * ds + t) * ks + s)] = e[t];
+      norms[size_t(j * ks + s)] = float(n);
+      max_norm[size_t(j)] = std::max(max_norm[size_t(j)], float(n));
+    }
+  // |float32 score - exact| <= (dsub + 4) u (|x|^2 + |e|^2 + 2 |x||e|) <= 2 (dsub + 4) u (|x|^2 +
+  // |e|^2) with u = 2^-24; two scores within twice that of each other may be in either order.
+  // A factor 4 over that leaves room for the rounding of the bound itself.
+  const double slack = 16.0 * double(ds + 4) * std::ldexp(1.0, -24);
+#pragma omp parallel
+  {
+    std::vector<float> score(static_cast<size_t>(ks));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < X.rows; ++i) {
+      const float* x = X.row(i);
+      for (int64_t j = 0; j < m; ++j) {
+        const float* xs = x + j * ds;
+        const float* E = books.data() + j * ds * ks;
+        float xn = 0;
+        for (int64_t t = 0; t < ds; ++t) xn += xs[t] * xs[t];
+        const float* en = norms.data() + j * ks;
+        for (int64_t s = 0; s < ks; ++s) score[size_t(s)] = xn + en[s];
         for (int64_t t = 0; t < ds; ++t) {
-          const double e = double(xs[t]) - double(c[c_i * ds + t]);
-          d += e * e;
+          const float a = -2.0f * xs[t];
+          const float* e = E + t * ks;
+          for (int64_t s = 0; s < ks; ++s) score[size_t(s)] += a * e[s];
         }
-        if (d < best_d) best_d = d, best = c_i;
+        float low = score[0];
+        for (int64_t s = 1; s < ks; ++s) low = std::min(low, score[size_t(s)]);
+        const double within = double(low) + slack * (double(xn) + double(max_norm[size_t(j)]));
+        int64_t best = 0;
+        double best_d = INFINITY;
+        const float* c = codebooks_.data() + j * ks * ds;
+        for (int64_t s = 0; s < ks; ++s) {
+          if (double(score[size_t(s)]) > within) continue;
+          const double d = reference_distance(xs, c + s * ds, ds);
+          if (d < best_d) best_d = d, best = s;
+        }
+        codes[i * m + j] = static_cast<uint8_t>(best);
       }
-      codes[i * m_ + j] = static_cast<uint8_t>(best);
     }
   }
 }

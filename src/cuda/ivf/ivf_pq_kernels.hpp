@@ -7,7 +7,7 @@
 // word c of 32 rows as one 128-byte coalesced load. The padding rows of a group are real
 // memory (zeros), so reading them is in bounds; they are never offered as candidates.
 //
-// The arithmetic is fixed so that both backends get the same float32 keys (ivf_pq_lists.hpp):
+// The arithmetic of the GPU keys (ivf_pq_lists.hpp's table forms):
 //   q'        the prepared query: cosine q / |q|, pearson (q - mean) / |q - mean| with mean
 //             and the norm in float64 and each coordinate rounded once to float32; else q;
 //   r         float32(q'_t - c_t) (dot: q_t), the query's residual in the probed cell;
@@ -16,6 +16,11 @@
 //             code book entry; float64 makes the rounded entry independent of summation order;
 //   key       float32 sum of T[j][code_j] for j = 0 .. m - 1 in order, starting from 0, then
 //             + bias (dot: float32(-sum q_t c_t), accumulated in float64; else no addition).
+// The CPU backend does not follow this to the bit: it builds its tables in float32, for the
+// squared distance from the index's list terms (|e|^2 + 2 c.e) plus a per-query -2 q'.e, with
+// |q' - c|^2 as the bias (cpu/ivf/ivf_pq_search.cpp). So the two backends' approximate keys
+// agree to float rounding, not exactly: with every probed row re-ranked the results are the
+// same; otherwise the ids may differ among near-equal keys (tests/test_gpu_ivf_pq.cpp).
 // Candidates carry the row's rank among the index's ids, as in ivf_flat (ivf_kernels.hpp).
 
 #include <cuda_runtime.h>
