@@ -111,14 +111,14 @@ struct IvfFlatParams {
 /// Build parameters of ivf_pq, from "ivf_pq,key=value,...". Codes are 8 bits (256 centroids
 /// per sub-space, fewer when training has fewer rows).
 struct IvfPqParams {
-  int64_t nlist = 1024;      // coarse k-means cells ("nlist=")
-  int64_t m = 0;             // sub-quantizers, a divisor of dim ("m="); 0: the largest divisor <= dim / 4
-  int64_t refine = 0;        // default re-rank depth ("refine="); > 0 keeps the original vectors
+  int64_t nlist = 1024;          // coarse k-means cells ("nlist=")
+  int64_t m = 0;                 // sub-quantizers, a divisor of dim ("m="); 0: the largest divisor <= dim / 4
+  int64_t refine = 0;            // default re-rank depth ("refine="); > 0 keeps the original vectors
   bool refine_on_device = true;  // GPU searches re-rank on the device ("refine_on=device|host")
-  int64_t nprobe = 0;        // as ivf_flat ("nprobe=", "nprobe=seed")
-  int64_t train_sample = 0;  // rows drawn for both k-means stages; 0: min(n, max(256 nlist, 65,536))
-  int iterations = 25;       // Lloyd iterations, coarse and per sub-space ("iterations=")
-  uint64_t seed = 0;         // ("seed=")
+  int64_t nprobe = 0;            // as ivf_flat ("nprobe=", "nprobe=seed")
+  int64_t train_sample = 0;      // rows drawn for both k-means stages; 0: min(n, max(256 nlist, 65,536))
+  int iterations = 25;           // Lloyd iterations, coarse and per sub-space ("iterations=")
+  uint64_t seed = 0;             // ("seed=")
 };
 
 /// Build parameters of lsh, from "lsh,key=value,...". The defaults are the seed document's

@@ -66,23 +66,28 @@ double parse_width(std::string_view description, std::string_view value) {
   return v;
 }
 
+/// The keys ivf_flat and ivf_pq share (their cells, probes and training); false for others.
+template <class Params>
+bool parse_cells_key(std::string_view description, std::string_view key, std::string_view value, Params& p) {
+  if (key == "nlist")
+    p.nlist = parse_count(description, key, value, 1, int64_t(1) << 24);
+  else if (key == "nprobe")
+    p.nprobe = value == "seed" ? kSeedProbes : parse_count(description, key, value, 1, int64_t(1) << 24);
+  else if (key == "train_sample")
+    p.train_sample = parse_count(description, key, value, 0, INT64_MAX);
+  else if (key == "iterations")
+    p.iterations = static_cast<int>(parse_count(description, key, value, 0, 1000));
+  else if (key == "seed")
+    p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
+  else
+    return false;
+  return true;
+}
+
 IvfFlatParams parse_ivf_flat(std::string_view description, const std::vector<std::string_view>& parts) {
   IvfFlatParams p;
-  for_each_pair(description, parts, "nlist, nprobe, train_sample, iterations, seed", [&](auto key, auto value) {
-    if (key == "nlist")
-      p.nlist = parse_count(description, key, value, 1, int64_t(1) << 24);
-    else if (key == "nprobe")
-      p.nprobe = value == "seed" ? kSeedProbes : parse_count(description, key, value, 1, int64_t(1) << 24);
-    else if (key == "train_sample")
-      p.train_sample = parse_count(description, key, value, 0, INT64_MAX);
-    else if (key == "iterations")
-      p.iterations = static_cast<int>(parse_count(description, key, value, 0, 1000));
-    else if (key == "seed")
-      p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
-    else
-      return false;
-    return true;
-  });
+  for_each_pair(description, parts, "nlist, nprobe, train_sample, iterations, seed",
+                [&](auto key, auto value) { return parse_cells_key(description, key, value, p); });
   return p;
 }
 
@@ -90,27 +95,17 @@ IvfPqParams parse_ivf_pq(std::string_view description, const std::vector<std::st
   IvfPqParams p;
   for_each_pair(description, parts, "nlist, m, refine, refine_on, nprobe, train_sample, iterations, seed",
                 [&](auto key, auto value) {
-                  if (key == "nlist")
-                    p.nlist = parse_count(description, key, value, 1, int64_t(1) << 24);
-                  else if (key == "m")
+                  if (key == "m") {
                     p.m = parse_count(description, key, value, 1, int64_t(1) << 20);
-                  else if (key == "refine")
+                  } else if (key == "refine") {
                     p.refine = parse_count(description, key, value, 0, int64_t(1) << 20);
-                  else if (key == "refine_on") {
+                  } else if (key == "refine_on") {
                     SIMKIT_EXPECTS(value == "device" || value == "host", invalid_argument, "index description '",
                                    description, "': refine_on must be device or host, got '", value, "'");
                     p.refine_on_device = value == "device";
-                  } else if (key == "nprobe")
-                    p.nprobe =
-                        value == "seed" ? kSeedProbes : parse_count(description, key, value, 1, int64_t(1) << 24);
-                  else if (key == "train_sample")
-                    p.train_sample = parse_count(description, key, value, 0, INT64_MAX);
-                  else if (key == "iterations")
-                    p.iterations = static_cast<int>(parse_count(description, key, value, 0, 1000));
-                  else if (key == "seed")
-                    p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
-                  else
-                    return false;
+                  } else {
+                    return parse_cells_key(description, key, value, p);
+                  }
                   return true;
                 });
   return p;
