@@ -27,6 +27,7 @@
 #include <simkit/knn.hpp>
 
 #include "core/backend.hpp"
+#include "core/exact_metric.hpp"
 #include "core/expects.hpp"
 #include "core/sample_rows.hpp"
 #include "cpu/parallel.hpp"
@@ -69,6 +70,29 @@ Matrix<float> prepared(MatrixView<const float> X, const MetricPlan& plan) {
   Matrix<float> out(X.rows, X.cols);
   prepare_pq_rows(plan, X.data, X.rows, X.cols, out.data());
   return out;
+}
+
+/// Spherical k-means leaves unit centroids, but the unit rows of a cell lie inside the sphere's
+/// cap around it: scaling centroid l to the mean projection x.c of its training rows moves it to
+/// their centre along its own direction. Cosine assignment and probing ignore a centroid's length,
+/// so no row or query changes cell, while the residuals x - c the codes quantize shrink (on
+/// WordNet the codes alone then rank better: recall@10 0.58 -> see bench/results/2026-11-25-cpu2-pq-lsh.md).
+void shrink_to_cells(MatrixView<const float> Tp, const std::vector<int64_t>& cells, IvfPqLists& L) {
+  const int64_t d = L.dim;
+  std::vector<double> sum(static_cast<size_t>(L.nlist), 0.0);
+  std::vector<int64_t> count(static_cast<size_t>(L.nlist), 0);
+  for (int64_t i = 0; i < Tp.rows; ++i) {
+    const int64_t l = cells[static_cast<size_t>(i)];
+    sum[size_t(l)] += exact_dot_vector(Tp.row(i), L.centroids.data() + l * d, d);
+    ++count[size_t(l)];
+  }
+  for (int64_t l = 0; l < L.nlist; ++l) {
+    if (count[size_t(l)] == 0 || !(sum[size_t(l)] > 0))
+      continue;  // an empty or degenerate cell keeps its unit centroid
+    const double scale = sum[size_t(l)] / static_cast<double>(count[size_t(l)]);
+    float* c = L.centroids.data() + l * d;
+    for (int64_t t = 0; t < d; ++t) c[t] = static_cast<float>(c[t] * scale);
+  }
 }
 
 /// Each row's nearest centroid under `coarse`.
@@ -165,8 +189,9 @@ class IvfPqIndex final : public Index {
     const KmeansResult r = kmeans(quiet, Tp.view(), kp);
     IvfPqLists& L = lists_;
     L.centroids.assign(r.centroids.data(), r.centroids.data() + r.centroids.size());
-
-    subtract_centroids(Tp, nearest_cells(ctx, Tp.view(), L), L);
+    const std::vector<int64_t> cells = nearest_cells(ctx, Tp.view(), L);
+    if (L.coarse == Metric::cosine || L.coarse == Metric::pearson) shrink_to_cells(Tp.view(), cells, L);
+    subtract_centroids(Tp, cells, L);
     ProductQuantizer pq(L.dim, L.m);
     pq.train(quiet, Tp.view(), params_.seed + 0x9e3779b9ull, params_.iterations);
     L.ksub = pq.ksub();
