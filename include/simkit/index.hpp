@@ -152,7 +152,8 @@ class Index {
   virtual bool is_trained() const = 0;
   /// Bytes the index holds in host memory (vectors or codes, ids, centroids, code books, hash
   /// tables, per-row norms). ivf_pq: n (m + 16) bytes (codes, the lists' ids, the sorted id set),
-  /// plus 4 dim n with refine > 0, plus centroids, code books and list offsets.
+  /// 4 n more for the CPU scan's per-row table term (every metric but dot and l1), 4 dim n more
+  /// with refine > 0, plus centroids, code books and list offsets.
   virtual size_t memory_bytes() const = 0;
 
   /// Learns what the index needs from representative vectors (n x dim, host): the k-means
