@@ -298,7 +298,7 @@ const std::vector<int64_t>& LshCandidates::probe(const LshTables& T, const float
   return buckets_;
 }
 
-void LshCandidates::gather(const LshTables& T, const float* proj, int64_t probes) {
+void LshCandidates::restart(const LshTables& T) {
   const int64_t n = T.size();
   if (static_cast<int64_t>(stamp_.size()) != n) {
     stamp_.assign(static_cast<size_t>(n), 0);
@@ -309,8 +309,20 @@ void LshCandidates::gather(const LshTables& T, const float* proj, int64_t probes
     now_ = 1;
   }
   rows_.clear();
+}
+
+void LshCandidates::gather(const LshTables& T, const float* proj, int64_t probes) {
+  restart(T);
   for (int64_t t = 0; t < T.tables; ++t)
     for (int64_t g : probe(T, proj, t, probes)) add_bucket(T, g);
+}
+
+void LshCandidates::gather(const LshTables& T, const int32_t* buckets, const int64_t* length) {
+  restart(T);
+  for (int64_t t = 0; t < T.tables; ++t) {
+    const int64_t g0 = T.key_start[static_cast<size_t>(t)];
+    for (int64_t e = 0; e < length[t]; ++e) add_bucket(T, g0 + *buckets++);
+  }
 }
 
 int64_t LshCandidates::mark(const LshTables& T, const float* proj, int64_t probes, uint64_t* bits) {

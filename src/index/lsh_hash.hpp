@@ -60,6 +60,9 @@ class LshCandidates {
   /// a table whose bucket count (or, sign hashing, 2^bits) is at most `probes` is taken whole.
   /// `proj` holds the query's T.hashes() projections. The rows land in rows(), unordered.
   void gather(const LshTables& T, const float* proj, int64_t probes);
+  /// gather() from buckets a caller already probed: table t's `length[t]` bucket numbers,
+  /// relative to its first bucket (T.key_start[t]), follow table t - 1's in `buckets`.
+  void gather(const LshTables& T, const int32_t* buckets, const int64_t* length);
   const std::vector<int64_t>& rows() const noexcept { return rows_; }
   /// The same candidates as a bitmap: sets bit r (of word r / 64) of `bits`, which holds
   /// (T.size() + 63) / 64 words, for every candidate row r, and returns how many bits are set
@@ -77,6 +80,7 @@ class LshCandidates {
     uint64_t mask;  // perturbations taken, as positions in the cost order
     int top;        // the highest position in mask
   };
+  void restart(const LshTables& T);  // empties rows() and forgets which rows it held
   void add_bucket(const LshTables& T, int64_t g);
 
   std::vector<uint32_t> stamp_;

@@ -256,7 +256,8 @@ void CudaBackend::lsh_search(const Context& ctx, const LshSearchArgs& a) const {
       cands.resize(size_t(b));
       cpu::run_tasks(quiet, threads, b, [&](int64_t i, int tid) {
         LshCandidates& c = scratch[size_t(tid)];
-        c.gather(T, proj.data() + (q0 + i) * H, a.probes);
+        const Probed& p = probed[size_t(i)];  // probed above: the buckets, not probed again
+        c.gather(T, p.buckets.data(), p.length.data());
         cands[size_t(i)] = c.rows();
       });
       int64_t widest = 1;
