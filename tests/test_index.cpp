@@ -36,6 +36,7 @@
 #include "contexts.hpp"
 #include "expect_error.hpp"
 #include "index/index_file.hpp"
+#include "index_check.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
@@ -80,19 +81,6 @@ INSTANTIATE_TEST_SUITE_P(Kinds, IndexContract,
                                             ::testing::Range(0, int(std::size(kKinds)))),
                          param_name);
 
-/// Clustered rows: `clusters` centres in [-1, 1)^d and Gaussian spread around them.
-Matrix<float> clustered(int64_t n, int64_t d, int64_t clusters, double spread, uint64_t seed) {
-  const Matrix<float> centres = random_matrix(clusters, d, seed);
-  const Matrix<float> noise = random_matrix(n, d, seed + 1, Distribution::gaussian);
-  std::mt19937_64 rng(seed + 2);
-  Matrix<float> X(n, d);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = static_cast<int64_t>(rng() % static_cast<uint64_t>(clusters));
-    for (int64_t j = 0; j < d; ++j) X(i, j) = float(centres(c, j) + spread * noise(i, j));
-  }
-  return X;
-}
-
 /// n distinct ids, shuffled, far from 0 .. n-1.
 std::vector<int64_t> scattered_ids(int64_t n, uint64_t seed) {
   std::vector<int64_t> ids(static_cast<size_t>(n));
@@ -106,17 +94,6 @@ std::vector<int64_t> first_ids(int64_t n) {
   std::vector<int64_t> ids(static_cast<size_t>(n));
   std::iota(ids.begin(), ids.end(), 0);
   return ids;
-}
-
-void expect_same(const IndexSearchResult& a, const IndexSearchResult& b, const std::string& label) {
-  ASSERT_EQ(a.ids.size(), b.ids.size()) << label;
-  for (int64_t e = 0; e < a.ids.size(); ++e) {
-    ASSERT_EQ(a.ids.data()[e], b.ids.data()[e])
-        << label << ": query " << e / a.ids.cols() << " slot " << e % a.ids.cols();
-    ASSERT_EQ(std::memcmp(a.values.data() + e, b.values.data() + e, sizeof(float)), 0)
-        << label << ": query " << e / a.ids.cols() << " slot " << e % a.ids.cols() << ": " << a.values.data()[e]
-        << " vs " << b.values.data()[e];
-  }
 }
 
 /// What an ivf search gives with every list probed (and, for ivf_pq, every candidate re-ranked).
@@ -482,15 +459,6 @@ TEST_P(IndexContract, ConcurrentSearchesAgree) {
 
 class IvfFlat : public BackendTest {};
 INSTANTIATE_TEST_SUITE_P(Backends, IvfFlat, ::testing::ValuesIn(kBackends), BackendName{});
-
-double recall(const IndexSearchResult& r, const KnnResult& truth) {
-  int64_t hit = 0;
-  for (int64_t q = 0; q < truth.ids.rows(); ++q) {
-    const std::set<int64_t> want(&truth.ids(q, 0), &truth.ids(q, 0) + truth.ids.cols());
-    for (int64_t p = 0; p < r.ids.cols(); ++p) hit += want.count(r.ids(q, p));
-  }
-  return double(hit) / double(truth.ids.size());
-}
 
 TEST_P(IvfFlat, RecallRisesWithNprobe) {
   SIMKIT_REQUIRE_BACKEND(GetParam());

@@ -28,6 +28,7 @@
 #include "expect_error.hpp"
 #include "index/index_file.hpp"
 #include "index/ivf_pq_index.hpp"
+#include "index_check.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
@@ -43,35 +44,6 @@ class IvfPq : public BackendTest {
   }
 };
 INSTANTIATE_TEST_SUITE_P(Backends, IvfPq, ::testing::ValuesIn(kBackends), BackendName{});
-
-Matrix<float> clustered(int64_t n, int64_t d, int64_t clusters, double spread, uint64_t seed) {
-  const Matrix<float> centres = random_matrix(clusters, d, seed);
-  const Matrix<float> noise = random_matrix(n, d, seed + 1, Distribution::gaussian);
-  std::mt19937_64 rng(seed + 2);
-  Matrix<float> X(n, d);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = static_cast<int64_t>(rng() % static_cast<uint64_t>(clusters));
-    for (int64_t j = 0; j < d; ++j) X(i, j) = float(centres(c, j) + spread * noise(i, j));
-  }
-  return X;
-}
-
-double recall(const IndexSearchResult& r, const KnnResult& truth) {
-  int64_t hit = 0;
-  for (int64_t q = 0; q < truth.ids.rows(); ++q) {
-    const std::set<int64_t> want(&truth.ids(q, 0), &truth.ids(q, 0) + truth.ids.cols());
-    for (int64_t p = 0; p < r.ids.cols(); ++p) hit += static_cast<int64_t>(want.count(r.ids(q, p)));
-  }
-  return double(hit) / double(truth.ids.size());
-}
-
-void expect_same(const IndexSearchResult& a, const IndexSearchResult& b, const std::string& label) {
-  ASSERT_EQ(a.ids.size(), b.ids.size()) << label;
-  for (int64_t e = 0; e < a.ids.size(); ++e) {
-    ASSERT_EQ(a.ids.data()[e], b.ids.data()[e]) << label << " at " << e;
-    ASSERT_EQ(std::memcmp(a.values.data() + e, b.values.data() + e, sizeof(float)), 0) << label << " at " << e;
-  }
-}
 
 SearchParams probing(int64_t nprobe, int64_t refine = 0) {
   SearchParams sp;

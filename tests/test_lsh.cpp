@@ -25,6 +25,7 @@
 #include "expect_error.hpp"
 #include "index/index_file.hpp"
 #include "index/lsh_hash.hpp"
+#include "index_check.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
@@ -32,41 +33,6 @@ namespace {
 
 constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
                                Metric::dot, Metric::pearson,     Metric::l1};
-
-Matrix<float> clustered(int64_t n, int64_t d, int64_t clusters, double spread, uint64_t seed) {
-  const Matrix<float> centres = random_matrix(clusters, d, seed);
-  const Matrix<float> noise = random_matrix(n, d, seed + 1, Distribution::gaussian);
-  std::mt19937_64 rng(seed + 2);
-  Matrix<float> X(n, d);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = static_cast<int64_t>(rng() % static_cast<uint64_t>(clusters));
-    for (int64_t j = 0; j < d; ++j) X(i, j) = float(centres(c, j) + spread * noise(i, j));
-  }
-  return X;
-}
-
-/// Same ids, same value bits; with `rel` > 0 values may differ by that much relative (l1 across
-/// backends: each matches its own k-NN, whose float32 sums fold differently).
-void expect_same(const IndexSearchResult& a, const IndexSearchResult& b, const std::string& label, double rel = 0) {
-  ASSERT_EQ(a.ids.size(), b.ids.size()) << label;
-  for (int64_t e = 0; e < a.ids.size(); ++e) {
-    ASSERT_EQ(a.ids.data()[e], b.ids.data()[e]) << label << ": query " << e / a.ids.cols();
-    if (rel > 0 && std::isfinite(b.values.data()[e]))
-      ASSERT_NEAR(a.values.data()[e], b.values.data()[e], rel * std::fabs(b.values.data()[e])) << label;
-    else
-      ASSERT_EQ(std::memcmp(a.values.data() + e, b.values.data() + e, sizeof(float)), 0)
-          << label << ": query " << e / a.ids.cols() << ": " << a.values.data()[e] << " vs " << b.values.data()[e];
-  }
-}
-
-double recall(const IndexSearchResult& r, const KnnResult& truth) {
-  int64_t hit = 0;
-  for (int64_t q = 0; q < r.ids.rows(); ++q) {
-    const std::set<int64_t> want(&truth.ids(q, 0), &truth.ids(q, 0) + truth.ids.cols());
-    for (int64_t p = 0; p < r.ids.cols(); ++p) hit += want.count(r.ids(q, p));
-  }
-  return double(hit) / double(r.ids.size());
-}
 
 std::unique_ptr<Index> build(const Context& ctx, const std::string& description, const Matrix<float>& X,
                              Metric metric) {
