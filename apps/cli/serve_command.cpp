@@ -18,6 +18,7 @@ void add_serve_command(CLI::App& app) {
     int port = 6333, io_threads = 0, batch_workers = 0;
     int64_t max_batch = 64, max_delay_us = 2000, max_queue = 4096, timeout_ms = 10000, max_connections = 4096;
     double max_body_mb = 32;
+    int64_t max_payload_depth = 32, max_payload_values = 65536, max_payload_kb = 1024;
     RunOptions run;
   };
   auto o = std::make_shared<Options>();
@@ -60,6 +61,19 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--max-body-mb", o->max_body_mb, "Larger request bodies get 413 before they are read")
       ->check(CLI::Range(0.001, 4096.0))
       ->capture_default_str();
+  sub->add_option("--max-payload-depth", o->max_payload_depth,
+                  "Deepest nesting of one point's payload (the object itself is 1); request bodies may nest 8 more. "
+                  "Deeper ones get 400 before they are parsed")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}))
+      ->capture_default_str();
+  sub->add_option("--max-payload-values", o->max_payload_values,
+                  "Most values (objects, arrays, strings, numbers, ...) in one point's payload")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}))
+      ->capture_default_str();
+  sub->add_option("--max-payload-kb", o->max_payload_kb,
+                  "Largest payload of one point, as compact JSON; payloads are held as that text, so memory follows it")
+      ->check(CLI::Range(int64_t{1}, int64_t{4194304}))
+      ->capture_default_str();
   sub->add_option("--max-connections", o->max_connections, "Open connections beyond this get 503 at once")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}))
       ->capture_default_str();
@@ -91,6 +105,9 @@ void add_serve_command(CLI::App& app) {
     s.timeout = std::chrono::milliseconds(o->timeout_ms);
     s.max_body_bytes = static_cast<size_t>(o->max_body_mb * 1024 * 1024);
     s.max_connections = o->max_connections;
+    s.requests.payload.max_depth = o->max_payload_depth;
+    s.requests.payload.max_values = o->max_payload_values;
+    s.requests.payload.max_bytes = o->max_payload_kb * 1024;
     const int status = server::run_server(s);
     if (status != 0) throw CLI::RuntimeError(status);
   });

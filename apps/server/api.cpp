@@ -55,8 +55,8 @@ void check_collection_name(const std::string& name) {
   bool ok = !name.empty() && name.size() <= 64 && std::isalnum(static_cast<unsigned char>(name[0]));
   for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
   if (!ok)
-    bad_request("invalid collection name '" + name.substr(0, 80) +
-                "': use 1-64 letters, digits, '_' or '-', starting with a letter or digit");
+    bad_request("invalid collection name " + simkit::quoted(name) +
+                ": use 1-64 letters, digits, '_' or '-', starting with a letter or digit");
 }
 
 Api::Api(ApiSettings settings, Metrics& metrics)
@@ -112,6 +112,8 @@ void Api::reply_exception(Call& call) {
   try {
     throw;
   } catch (const ApiError& e) {
+    // A 503 is always temporary here (a queue, a recovery, a shutdown): say when to retry.
+    if (e.status() == 503) return reply_error(call, 503, e.what(), {{"Retry-After", "1"}});
     reply_error(call, e.status(), e.what());
   } catch (const Error& e) {
     reply_error(call, e.code() == ErrorCode::invalid_argument ? 400 : 500, e.what());
@@ -229,7 +231,11 @@ void Api::reply_error(Call& call, unsigned status, const std::string& message,
 std::shared_ptr<Collection> Api::find(const std::string& name) {
   std::lock_guard g(collections_mutex_);
   auto it = collections_.find(name);
-  if (it == collections_.end()) throw ApiError(404, "collection '" + name + "' does not exist");
+  if (it == collections_.end()) {
+    if (recovering_.count(name))
+      throw ApiError(503, "collection '" + name + "' is being recovered from a snapshot; retry shortly");
+    throw ApiError(404, "collection '" + name + "' does not exist");
+  }
   return it->second;
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,14 @@
 #include "collection.hpp"
 #include "http_server.hpp"
 #include "metrics.hpp"
+#include "request_limits.hpp"
 
 namespace simkit::server {
 
 struct ApiSettings {
   std::filesystem::path data_dir;
-  std::string api_key;  // empty: no authentication
+  RequestLimits limits;  // JSON nesting, arrays and objects per body, payload size (request_limits.hpp)
+  std::string api_key;   // empty: no authentication
   CollectionSettings collection;
   std::chrono::milliseconds timeout{10000};  // a search's longest wait; ?timeout= may lower it
   int64_t max_pending_writes = 4096;         // writes queued for the pool beyond this get a 503
@@ -95,7 +98,8 @@ class Api {
   Metrics& metrics_;
   std::mutex collections_mutex_;
   std::map<std::string, std::shared_ptr<Collection>> collections_;
-  std::mutex admin_mutex_;  // create, delete and recover, one at a time
+  std::set<std::string> recovering_;  // names whose snapshot is being swapped in (collections_mutex_)
+  std::mutex admin_mutex_;            // create, delete and recover, one at a time
   boost::asio::thread_pool pool_;
   std::atomic<int64_t> pending_writes_{0};
   std::atomic<bool> draining_{false};

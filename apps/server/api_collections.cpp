@@ -13,10 +13,12 @@
 #include <chrono>
 #include <ctime>
 
+#include <simkit/error.hpp>
 #include <simkit/index.hpp>
 
 #include "api.hpp"
 #include "api_error.hpp"
+#include "payload.hpp"
 #include "request_json.hpp"
 
 namespace simkit::server {
@@ -79,8 +81,8 @@ void check_snapshot_name(const std::string& name) {
   if (!ok)
     bad_request(
         "location must be the name of one of the collection's snapshots (as GET .../snapshots lists "
-        "them), not a path or URL: '" +
-        name.substr(0, 100) + "'");
+        "them), not a path or URL: " +
+        simkit::quoted(name));
 }
 
 }  // namespace
@@ -97,7 +99,7 @@ void Api::list_collections(Call& call) {
 void Api::get_collection(Call& call) { reply(call, 200, {{"result", find(call.params[0])->info()}}); }
 
 void Api::create_collection(Call& call) {
-  const nlohmann::json body = parse_object(call.request.body);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"vectors", "index"}, "body");
   if (!body.contains("vectors") || !body["vectors"].is_object())
     bad_request("body.vectors must be an object such as {\"size\": 384, \"distance\": \"Cosine\"}");
@@ -163,7 +165,7 @@ void Api::delete_collection(Call& call) {
 }
 
 void Api::build_index(Call& call) {
-  const nlohmann::json body = parse_object(call.request.body, /*empty_is_object=*/true);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits, /*empty_is_object=*/true);
   check_fields(body, {"index"}, "body");
   auto collection = find(call.params[0]);
   std::string description = collection->config().index;
@@ -205,7 +207,7 @@ void Api::list_snapshots(Call& call) {
 }
 
 void Api::recover_snapshot(Call& call) {
-  const nlohmann::json body = parse_object(call.request.body);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"location", "priority"}, "body");
   if (!body.contains("location") || !body["location"].is_string())
     bad_request("body.location is required: the name of a snapshot of this collection");
@@ -225,19 +227,34 @@ void Api::recover_snapshot(Call& call) {
     if (!exists) fs::create_directories(staging);
     copy_durably(source, staged);
     try {
-      PointStore::check_file(staged);  // the copy we will use, not the file that may change
+      // The copy we will use, not the file that may change; payloads too, since searches send
+      // them as they are.
+      PointStore::check_file(staged, [this](int64_t id, const std::string& payload) {
+        check_stored_payload(id, payload, settings_.limits.payload);
+      });
     } catch (const std::exception& e) {
       fs::remove_all(staging);
       throw ApiError(400, std::string("snapshot refused: ") + e.what());
     }
+    // From here until the recovered collection is in place, its routes answer 503 with
+    // Retry-After (find()), never 404: the collection exists throughout.
     std::shared_ptr<Collection> old;
     {
       std::lock_guard g(collections_mutex_);
+      recovering_.insert(name);
       if (auto it = collections_.find(name); it != collections_.end()) {
         old = it->second;
         collections_.erase(it);
       }
     }
+    struct Unmark {
+      Api* api;
+      std::string name;
+      ~Unmark() {
+        std::lock_guard g(api->collections_mutex_);
+        api->recovering_.erase(name);
+      }
+    } unmark{this, name};
     if (old) old->close(/*save=*/false);  // the last connection checkpoints and removes the WAL
     old.reset();
     if (exists) {

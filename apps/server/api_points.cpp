@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <unordered_set>
+
+#include <simkit/error.hpp>
 
 #include "api.hpp"
 #include "api_error.hpp"
 #include "request_json.hpp"
 #include "search_body.hpp"
+#include "upsert_body.hpp"
 
 namespace simkit::server {
 
@@ -26,25 +28,6 @@ nlohmann::json point_json(const StoredPoint& p, bool with_payload, bool with_vec
   return j;
 }
 
-SearchQuery parse_search(const nlohmann::json& body, int64_t dim, const std::string& where) {
-  if (!body.is_object()) bad_request(where + " must be an object");
-  check_fields(body, {"vector", "limit", "offset", "with_payload", "with_vector", "filter"}, where);
-  if (!body.contains("vector")) bad_request(where + ".vector is required");
-  SearchQuery q;
-  q.vector = parse_vector(body["vector"], dim, where + ".vector");
-  q.limit = int_field(body, "limit", 10, 1, kMaxLimit, where);
-  q.offset = int_field(body, "offset", 0, 0, kMaxLimit, where);
-  q.with_payload = bool_field(body, "with_payload", false, where);
-  if (bool_field(body, "with_vector", false, where))
-    bad_request(where +
-                ".with_vector: searches return ids, scores and payloads; read vectors with GET .../points/{id}");
-  if (body.contains("filter") && !body["filter"].is_null()) {
-    q.filter = parse_filter(body["filter"]);
-    if (q.filter->must.empty()) q.filter.reset();  // no condition: every point
-  }
-  return q;
-}
-
 // The deadline of a queued search: the server's --timeout-ms, or sooner with ?timeout=SECONDS.
 Clock::time_point deadline_of(const Call& call, std::chrono::milliseconds server_timeout) {
   Clock::duration limit = server_timeout;
@@ -53,8 +36,10 @@ Clock::time_point deadline_of(const Call& call, std::chrono::milliseconds server
     char* end = nullptr;
     const double seconds = std::strtod(t.c_str(), &end);
     if (end == t.c_str() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0)
-      bad_request("timeout must be a positive number of seconds (got '" + t + "')");
-    limit = std::min(limit, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+      bad_request("timeout must be a positive number of seconds (got " + simkit::quoted(t) + ")");
+    // Compared as seconds first: 1e10 s does not fit the clock's int64 nanoseconds.
+    if (seconds < std::chrono::duration<double>(server_timeout).count())
+      limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   }
   return call.request.received + limit;
 }
@@ -63,7 +48,7 @@ bool wait_param(const Call& call) {
   const std::string w = query_param(call.request.query, "wait");
   if (w.empty() || w == "true") return true;
   if (w == "false") return false;
-  bad_request("wait must be true or false (got '" + w + "')");
+  bad_request("wait must be true or false (got " + simkit::quoted(w) + ")");
 }
 
 }  // namespace
@@ -71,35 +56,11 @@ bool wait_param(const Call& call) {
 void Api::upsert_points(Call& call) {
   auto collection = find(call.params[0]);
   const bool wait = wait_param(call);
-  const nlohmann::json body = parse_object(call.request.body);
-  check_fields(body, {"points"}, "body");
-  if (!body.contains("points") || !body["points"].is_array() || body["points"].empty())
-    bad_request("body.points must be a non-empty array of {\"id\", \"vector\", \"payload\"}");
-  std::vector<PointIn> points;
-  std::unordered_set<int64_t> seen;
-  const nlohmann::json& list = body["points"];
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string at = "body.points[" + std::to_string(i) + "]";
-    const nlohmann::json& p = list[i];
-    if (!p.is_object()) bad_request(at + " must be an object {\"id\", \"vector\", \"payload\"}");
-    check_fields(p, {"id", "vector", "payload"}, at);
-    if (!p.contains("id")) bad_request(at + ".id is required");
-    if (!p.contains("vector")) bad_request(at + ".vector is required");
-    PointIn in;
-    in.stored.id = parse_id(p["id"], at + ".id");
-    if (!seen.insert(in.stored.id).second)
-      bad_request(at + ".id: point " + std::to_string(in.stored.id) + " appears twice in one request");
-    in.stored.vector = parse_vector(p["vector"], collection->dim(), at + ".vector");
-    if (p.contains("payload") && !p["payload"].is_null()) {
-      if (!p["payload"].is_object()) bad_request(at + ".payload must be a JSON object");
-      in.payload = p["payload"];
-      in.stored.payload = in.payload.dump();
-    }
-    points.push_back(std::move(in));
-  }
+  std::vector<StoredPoint> points =
+      parse_upsert(parse_object(call.request.body, settings_.limits), collection->dim(), settings_.limits.payload);
   // Writes run on the pool (their fsync must not hold an I/O thread) and are acknowledged only
   // once durable and visible; wait=false answers the same way (its "acknowledged" is as strong).
-  auto shared = std::make_shared<std::vector<PointIn>>(std::move(points));
+  auto shared = std::make_shared<std::vector<StoredPoint>>(std::move(points));
   blocking(std::move(call), [this, collection, shared, wait](Call& c) {
     collection->upsert(std::move(*shared));
     reply(c, 200, {{"result", {{"status", wait ? "completed" : "acknowledged"}}}});
@@ -109,7 +70,7 @@ void Api::upsert_points(Call& call) {
 void Api::delete_points(Call& call) {
   auto collection = find(call.params[0]);
   const bool wait = wait_param(call);
-  const nlohmann::json body = parse_object(call.request.body);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"points"}, "body");
   if (!body.contains("points")) bad_request("body.points is required: an array of point ids");
   std::vector<int64_t> ids = parse_ids(body["points"], "body.points");
@@ -123,7 +84,7 @@ void Api::get_point(Call& call) {
   auto collection = find(call.params[0]);
   const std::string& text = call.params[1];
   if (text.empty() || text.size() > 19 || !std::all_of(text.begin(), text.end(), ::isdigit))
-    bad_request("point id '" + text.substr(0, 40) + "' is not an unsigned integer");
+    bad_request("point id " + simkit::quoted(text) + " is not an unsigned integer");
   // 19 digits fit in uint64 but may exceed int64 (std::stoll would throw, a 500): refuse as parse_id does.
   const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
   if (value > static_cast<unsigned long long>(std::numeric_limits<int64_t>::max()))
@@ -138,7 +99,7 @@ void Api::get_point(Call& call) {
 
 void Api::retrieve_points(Call& call) {
   auto collection = find(call.params[0]);
-  const nlohmann::json body = parse_object(call.request.body);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"ids", "with_payload", "with_vector"}, "body");
   if (!body.contains("ids")) bad_request("body.ids is required: an array of point ids");
   std::vector<int64_t> ids = parse_ids(body["ids"], "body.ids");
@@ -154,7 +115,7 @@ void Api::retrieve_points(Call& call) {
 
 void Api::scroll_points(Call& call) {
   auto collection = find(call.params[0]);
-  const nlohmann::json body = parse_object(call.request.body, /*empty_is_object=*/true);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits, /*empty_is_object=*/true);
   check_fields(body, {"offset", "limit", "with_payload", "with_vector"}, "body");
   const int64_t from =
       body.contains("offset") && !body["offset"].is_null() ? parse_id(body["offset"], "body.offset") : 0;
@@ -179,7 +140,8 @@ void Api::search_one(Call& call) {
   const Clock::time_point deadline = deadline_of(call, settings_.timeout);
   std::vector<Queued<SearchJob>> jobs(1);
   if (!parse_simple_search(call.request.body, collection->dim(), kMaxLimit, jobs[0].job.query))
-    jobs[0].job.query = parse_search(parse_object(call.request.body), collection->dim(), "body");
+    jobs[0].job.query =
+        parse_search(parse_object(call.request.body, settings_.limits), collection->dim(), kMaxLimit, "body");
   jobs[0].enqueued = Clock::now();
   jobs[0].deadline = deadline;
   auto shared = std::make_shared<Call>(std::move(call));
@@ -196,7 +158,7 @@ void Api::search_one(Call& call) {
 
 void Api::search_batch(Call& call) {
   auto collection = find(call.params[0]);
-  const nlohmann::json body = parse_object(call.request.body);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"searches"}, "body");
   if (!body.contains("searches") || !body["searches"].is_array() || body["searches"].empty())
     bad_request("body.searches must be a non-empty array of search requests");
@@ -213,7 +175,7 @@ void Api::search_batch(Call& call) {
   gather->left = list.size();
   std::vector<Queued<SearchJob>> jobs(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
-    jobs[i].job.query = parse_search(list[i], collection->dim(), "body.searches[" + std::to_string(i) + "]");
+    jobs[i].job.query = parse_search(list[i], collection->dim(), kMaxLimit, "body.searches[" + std::to_string(i) + "]");
     jobs[i].enqueued = Clock::now();
     jobs[i].deadline = deadline;
     jobs[i].job.done = [this, gather, i](SearchOutcome&& o) {

@@ -22,10 +22,6 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::string index_file_name(int64_t seq) { return "index-" + std::to_string(seq) + ".simkit"; }
 
-nlohmann::json parse_payload(const std::string& text) {
-  return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-}
-
 // Stacks the points' vectors into one matrix and their ids into one array.
 Matrix<float> stack(const std::vector<StoredPoint>& points, int64_t dim, std::vector<int64_t>* ids) {
   Matrix<float> X(static_cast<int64_t>(points.size()), dim);
@@ -102,7 +98,7 @@ void Collection::load() {
   } else {
     store_->read_all(
         [&](StoredPoint&& p) {
-          if (!p.payload.empty()) payloads_.emplace(p.id, parse_payload(p.payload));
+          if (!p.payload.empty()) payloads_.emplace(p.id, std::move(p.payload));
         },
         /*with_vector=*/false);
   }
@@ -112,7 +108,7 @@ void Collection::load() {
 }
 
 std::unique_ptr<Index> Collection::build_from_store(const std::string& description, int64_t* seq,
-                                                    std::unordered_map<int64_t, nlohmann::json>* payloads) {
+                                                    std::unordered_map<int64_t, std::string>* payloads) {
   std::unique_ptr<Index> index = make_index(description, config_.dim, metric_);
   std::vector<float> rows;
   std::vector<int64_t> ids;
@@ -120,7 +116,7 @@ std::unique_ptr<Index> Collection::build_from_store(const std::string& descripti
       [&](StoredPoint&& p) {
         rows.insert(rows.end(), p.vector.begin(), p.vector.end());
         ids.push_back(p.id);
-        if (payloads && !p.payload.empty()) payloads->emplace(p.id, parse_payload(p.payload));
+        if (payloads && !p.payload.empty()) payloads->emplace(p.id, std::move(p.payload));
       },
       /*with_vector=*/true);
   const MatrixView<const float> X{rows.data(), static_cast<int64_t>(ids.size()), config_.dim};
@@ -160,20 +156,17 @@ nlohmann::json Collection::info() {
   return j;
 }
 
-void Collection::upsert(std::vector<PointIn> points) {
-  std::vector<StoredPoint> stored;
-  stored.reserve(points.size());
-  for (PointIn& p : points) stored.push_back(std::move(p.stored));
+void Collection::upsert(std::vector<StoredPoint> stored) {
   std::lock_guard w(writer_mutex_);
   refuse_if_closed();
   const int64_t seq = store_->upsert(stored);  // durable from here on
   std::unique_lock lock(state_);
   apply(*index_, stored, {});
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (points[i].payload.is_null())
-      payloads_.erase(stored[i].id);
+  for (StoredPoint& p : stored) {
+    if (p.payload.empty())
+      payloads_.erase(p.id);
     else
-      payloads_[stored[i].id] = std::move(points[i].payload);
+      payloads_.insert_or_assign(p.id, std::move(p.payload));
   }
   index_seq_ = seq;
   points_gauge_.Set(static_cast<double>(index_->size()));
@@ -324,8 +317,7 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
           if (job.query.with_payload) {
             auto it = payloads_.find(ids[c]);
             hits += ",\"payload\":";
-            hits += it == payloads_.end() ? "{}"
-                                          : it->second.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+            hits += it == payloads_.end() ? std::string_view("{}") : std::string_view(it->second);
           }
           hits += '}';
         }

@@ -61,11 +61,6 @@ struct SearchJob {
   std::function<void(SearchOutcome&&)> done;  // called once, on the batcher's thread
 };
 
-struct PointIn {
-  StoredPoint stored;      // id, vector, payload text
-  nlohmann::json payload;  // the same payload, parsed (null when none)
-};
-
 struct CollectionSettings {
   Context ctx;  // device and threads the searches and builds use
   BatcherLimits limits;
@@ -84,8 +79,9 @@ class Collection {
   /// GET /collections/{name}'s result.
   nlohmann::json info();
 
-  /// Durable, then visible to searches, when it returns. Points are already validated.
-  void upsert(std::vector<PointIn> points);
+  /// Durable, then visible to searches, when it returns. Points are already validated
+  /// (upsert_body.hpp): their payloads are compact JSON text.
+  void upsert(std::vector<StoredPoint> points);
   /// Returns how many of the ids were stored.
   int64_t remove(const std::vector<int64_t>& ids);
 
@@ -115,7 +111,7 @@ class Collection {
   /// An index of `description` over every stored point; `payloads`, when given, is filled in
   /// the same pass.
   std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq,
-                                          std::unordered_map<int64_t, nlohmann::json>* payloads = nullptr);
+                                          std::unordered_map<int64_t, std::string>* payloads = nullptr);
   void apply(Index& index, const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted) const;
   void save_index();
   void run_batch(std::vector<Queued<SearchJob>>& batch);
@@ -135,9 +131,9 @@ class Collection {
   std::mutex writer_mutex_;          // one write (commit + apply) at a time; also guards saves
   mutable std::shared_mutex state_;  // index_ and payloads_: shared by searches, exclusive for writes
   std::shared_ptr<Index> index_;
-  std::unordered_map<int64_t, nlohmann::json> payloads_;
-  int64_t index_seq_ = 0;   // the database's sequence number the index reflects
-  int64_t saved_seq_ = -1;  // the sequence number of the index file on disk
+  std::unordered_map<int64_t, std::string> payloads_;  // compact JSON text (payload.hpp)
+  int64_t index_seq_ = 0;                              // the database's sequence number the index reflects
+  int64_t saved_seq_ = -1;                             // the sequence number of the index file on disk
 
   std::mutex build_mutex_;
   std::thread builder_;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,7 +24,8 @@ struct Filter {
   std::vector<FieldMatch> must;
   /// A canonical text of the filter: searches with equal keys share one allow-list.
   std::string key() const;
-  bool matches(const nlohmann::json& payload) const;
+  /// Whether a payload, as its compact JSON object text (payload.hpp; "" for none), matches.
+  bool matches(std::string_view payload_text) const;
 };
 
 /// Parses a filter object; throws ApiError(400) naming what is wrong ("filter.must[1].match:
@@ -31,6 +33,6 @@ struct Filter {
 Filter parse_filter(const nlohmann::json& j);
 
 /// The ids (ascending) of the points whose payloads match.
-std::vector<int64_t> allowed_ids(const Filter& f, const std::unordered_map<int64_t, nlohmann::json>& payloads);
+std::vector<int64_t> allowed_ids(const Filter& f, const std::unordered_map<int64_t, std::string>& payloads);
 
 }  // namespace simkit::server

@@ -1,11 +1,16 @@
 #include "http_server.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <optional>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include <nlohmann/json.hpp>
+#include <simkit/error.hpp>
 
 namespace simkit::server {
 
@@ -17,9 +22,30 @@ using tcp = asio::ip::tcp;
 namespace {
 
 std::string error_body(const std::string& message) {
-  std::string escaped;
-  for (char c : message) escaped += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return "{\"status\":{\"error\":\"" + escaped + "\"},\"time\":0}";
+  const nlohmann::json body = {{"status", {{"error", message}}}, {"time", 0}};
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Beast decodes chunked framing and nothing else: a body sent with another transfer coding
+// (gzip, deflate) or content coding would be read as if it were plain JSON. Such requests are
+// refused whole (501, as RFC 9112 asks for an unknown transfer coding) rather than misread.
+std::string unsupported_coding(const http::request_header<>& h) {
+  if (auto it = h.find(http::field::transfer_encoding); it != h.end()) {
+    std::string te(it->value());
+    for (char& c : te) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    te.erase(std::remove_if(te.begin(), te.end(), [](char c) { return c == ' ' || c == '\t'; }), te.end());
+    if (te != "chunked")
+      return "Transfer-Encoding " + simkit::quoted(std::string_view(it->value())) +
+             " is not supported: send the body plain or chunked";
+  }
+  if (auto it = h.find(http::field::content_encoding); it != h.end()) {
+    std::string ce(it->value());
+    for (char& c : ce) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (ce != "identity")
+      return "Content-Encoding " + simkit::quoted(std::string_view(it->value())) +
+             " is not supported: send the body uncompressed";
+  }
+  return "";
 }
 
 }  // namespace
@@ -75,6 +101,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     if (const auto length = parser_->content_length(); length && *length > server_.limits_.max_body_bytes)
       return refuse(413, "request body of " + std::to_string(*length) + " bytes exceeds the limit of " +
                              std::to_string(server_.limits_.max_body_bytes) + " bytes (--max-body-mb)");
+    if (const std::string why = unsupported_coding(parser_->get()); !why.empty()) return refuse(501, why);
     stream_.expires_after(server_.limits_.request_timeout);
     if (parser_->is_done()) return on_body({});
     http::async_read(stream_, buffer_, *parser_,

@@ -155,18 +155,20 @@ CollectionConfig read_config(sqlite3* db, const std::string& where, int64_t* seq
     throw Error(ErrorCode::io, where + " is not a simkit collection database (no readable meta table)");
   }
   if (format != kFormat)
-    throw Error(ErrorCode::io, where + " is not a simkit collection database (format '" + format + "')");
+    throw Error(ErrorCode::io, where + " is not a simkit collection database (format " + simkit::quoted(format) + ")");
   CollectionConfig c;
   try {
     c.dim = std::stoll(dim);
     *seq = std::stoll(seqtext);
   } catch (const std::exception&) {
-    throw Error(ErrorCode::io, where + ": its meta table is damaged (dim '" + dim + "', seq '" + seqtext + "')");
+    throw Error(ErrorCode::io, where + ": its meta table is damaged (dim " + simkit::quoted(dim) + ", seq " +
+                                   simkit::quoted(seqtext) + ")");
   }
   c.distance = distance;
   c.index = index.empty() ? "flat" : index;
   metric_for_distance(c.distance);
-  if (c.dim < 1) throw Error(ErrorCode::io, where + ": its meta table is damaged (dim " + dim + ")");
+  if (c.dim < 1 || c.dim > 65536)
+    throw Error(ErrorCode::io, where + ": its meta table is damaged (dim " + simkit::quoted(dim) + ")");
   return c;
 }
 
@@ -178,14 +180,16 @@ Metric metric_for_distance(const std::string& distance) {
   if (distance == "Euclid") return Metric::l2;
   if (distance == "Manhattan") return Metric::l1;
   throw Error(ErrorCode::invalid_argument,
-              "unknown distance '" + distance + "' (expected one of: Cosine, Dot, Euclid, Manhattan)");
+              "unknown distance " + simkit::quoted(distance) + " (expected one of: Cosine, Dot, Euclid, Manhattan)");
 }
 
 PointStore::PointStore(const std::filesystem::path& path) : path_(path) {}
 
+// sqlite3_close_v2: a statement still open (an exception unwinding past it) defers the close
+// to its finalisation instead of failing with SQLITE_BUSY and leaking the descriptor.
 PointStore::~PointStore() {
-  sqlite3_close(reader_);
-  sqlite3_close(writer_);
+  sqlite3_close_v2(reader_);
+  sqlite3_close_v2(writer_);
 }
 
 std::unique_ptr<PointStore> PointStore::create(const std::filesystem::path& path, const CollectionConfig& config) {
@@ -400,25 +404,29 @@ void PointStore::backup_to(const std::filesystem::path& dest) {
   fsync_path(dest.parent_path());
 }
 
-CollectionConfig PointStore::check_file(const std::filesystem::path& path) {
+CollectionConfig PointStore::check_file(const std::filesystem::path& path,
+                                        const std::function<void(int64_t, const std::string&)>& check_payload) {
   sqlite3* db = open_connection(path, SQLITE_OPEN_READONLY);
-  try {
-    {
-      Statement q(db, "PRAGMA quick_check");
-      if (!q.step() || q.text(0) != "ok") throw Error(ErrorCode::io, path.filename().string() + " is damaged");
-    }
-    int64_t seq = 0;
-    CollectionConfig c = read_config(db, path.filename().string(), &seq);
+  // Closed after every statement below is finalised (they are destroyed first), on every path:
+  // closing with a statement open fails and leaves the file's descriptor open for good.
+  const std::unique_ptr<sqlite3, int (*)(sqlite3*)> closer(db, sqlite3_close_v2);
+  const std::string name = path.filename().string();
+  {
+    Statement q(db, "PRAGMA quick_check");
+    if (!q.step() || q.text(0) != "ok") throw Error(ErrorCode::io, name + " is damaged");
+  }
+  int64_t seq = 0;
+  CollectionConfig c = read_config(db, name, &seq);
+  {
     Statement t(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('points', 'deleted')");
     t.step();
-    if (t.integer(0) != 2)
-      throw Error(ErrorCode::io, path.filename().string() + " is not a simkit collection database (tables missing)");
-    sqlite3_close(db);
-    return c;
-  } catch (...) {
-    sqlite3_close(db);
-    throw;
+    if (t.integer(0) != 2) throw Error(ErrorCode::io, name + " is not a simkit collection database (tables missing)");
   }
+  if (check_payload) {
+    Statement p(db, "SELECT id, payload FROM points WHERE payload IS NOT NULL AND payload != ''");
+    while (p.step()) check_payload(p.integer(0), p.text(1));
+  }
+  return c;
 }
 
 }  // namespace simkit::server

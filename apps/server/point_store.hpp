@@ -87,8 +87,10 @@ class PointStore {
   /// connection: searches never wait for it, writes continue (WAL), and the copy is one point in
   /// time. `dest` is written under a temporary name, fsynced, then renamed.
   void backup_to(const std::filesystem::path& dest);
-  /// Checks that `path` is a complete collection database (schema, integrity); returns its config.
-  static CollectionConfig check_file(const std::filesystem::path& path);
+  /// Checks that `path` is a complete collection database (schema, integrity), and passes each
+  /// stored payload to `check_payload` (which throws to refuse it); returns its config.
+  static CollectionConfig check_file(const std::filesystem::path& path,
+                                     const std::function<void(int64_t, const std::string&)>& check_payload = {});
 
  private:
   explicit PointStore(const std::filesystem::path& path);

@@ -3,15 +3,18 @@
 #include <cmath>
 #include <limits>
 
+#include <simkit/error.hpp>
+
 #include "api_error.hpp"
 
 namespace simkit::server {
 
-nlohmann::json parse_object(const std::string& body, bool empty_is_object) {
+nlohmann::json parse_object(const std::string& body, const RequestLimits& limits, bool empty_is_object) {
   if (body.empty()) {
     if (empty_is_object) return nlohmann::json::object();
     bad_request("the request needs a JSON body");
   }
+  check_body_shape(body, limits);  // before any tree is built
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);
@@ -30,14 +33,19 @@ void check_fields(const nlohmann::json& object, std::initializer_list<const char
     if (ok) continue;
     std::string list;
     for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    bad_request(where + ": unknown field '" + it.key() + "' (expected: " + list + ")");
+    bad_request(where + ": unknown field " + simkit::quoted(it.key()) + " (expected: " + list + ")");
   }
+}
+
+std::string value_excerpt(const nlohmann::json& j) {
+  if (j.is_primitive()) return simkit::quoted(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return std::string("an ") + (j.is_array() ? "array" : "object") + " of " + std::to_string(j.size()) + " values";
 }
 
 int64_t parse_id(const nlohmann::json& j, const std::string& where) {
   if (j.is_string())
-    bad_request(where + ": only unsigned integer point ids are supported (got the string \"" + j.get<std::string>() +
-                "\")");
+    bad_request(where + ": only unsigned integer point ids are supported (got the string " +
+                simkit::quoted(j.get_ref<const std::string&>()) + ")");
   if (j.is_number_unsigned()) {
     const uint64_t v = j.get<uint64_t>();
     if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) bad_request(where + ": id out of range");
@@ -55,6 +63,12 @@ std::vector<int64_t> parse_ids(const nlohmann::json& j, const std::string& where
   return ids;
 }
 
+bool scores_stay_finite(const std::vector<float>& v) {
+  double squared = 0;
+  for (float x : v) squared += static_cast<double>(x) * x;
+  return squared <= std::ldexp(1.0, 125);
+}
+
 std::vector<float> parse_vector(const nlohmann::json& j, int64_t dim, const std::string& where) {
   if (!j.is_array()) bad_request(where + " must be an array of " + std::to_string(dim) + " numbers");
   if (static_cast<int64_t>(j.size()) != dim)
@@ -69,6 +83,10 @@ std::vector<float> parse_vector(const nlohmann::json& j, int64_t dim, const std:
     if (!std::isfinite(v[i]))
       bad_request(where + "[" + std::to_string(i) + "] = " + j[i].dump() + " is not a finite float32");
   }
+  if (!scores_stay_finite(v))
+    bad_request(where +
+                " is too long: its squared norm exceeds 2^125 (about 4.3e37), so its scores against other "
+                "vectors could overflow float32; scale the vectors down");
   return v;
 }
 
@@ -83,14 +101,14 @@ int64_t int_field(const nlohmann::json& object, const char* key, int64_t fallbac
   const int64_t v = too_big ? hi : (negative ? it->get<int64_t>() : static_cast<int64_t>(it->get<uint64_t>()));
   if (too_big || v < lo || v > hi)
     bad_request(where + "." + key + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
-                it->dump() + ")");
+                it->dump() + ")");  // an integer: short
   return v;
 }
 
 bool bool_field(const nlohmann::json& object, const char* key, bool fallback, const std::string& where) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) bad_request(where + "." + key + " must be true or false (got " + it->dump() + ")");
+  if (!it->is_boolean()) bad_request(where + "." + key + " must be true or false (got " + value_excerpt(*it) + ")");
   return it->get<bool>();
 }
 

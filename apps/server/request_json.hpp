@@ -10,10 +10,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "request_limits.hpp"
+
 namespace simkit::server {
 
-/// The body as a JSON object; 400 "malformed JSON body: ..." or "the body must be a JSON object".
-nlohmann::json parse_object(const std::string& body, bool empty_is_object = false);
+/// The body as a JSON object; 400 "malformed JSON body: ..." or "the body must be a JSON object",
+/// and 400/413 before parsing when it nests or holds more than `limits` allow.
+nlohmann::json parse_object(const std::string& body, const RequestLimits& limits, bool empty_is_object = false);
+
+/// A request's value made short and printable for an error message: a scalar quoted (simkit::
+/// quoted), a container described by its kind and size, never printed (it may be huge or deep).
+std::string value_excerpt(const nlohmann::json& j);
 
 /// 400 naming the first key of `object` that is not in `known` ("where: unknown field 'x'").
 void check_fields(const nlohmann::json& object, std::initializer_list<const char*> known, const std::string& where);
@@ -22,7 +29,13 @@ void check_fields(const nlohmann::json& object, std::initializer_list<const char
 int64_t parse_id(const nlohmann::json& j, const std::string& where);
 std::vector<int64_t> parse_ids(const nlohmann::json& j, const std::string& where);
 
-/// `dim` finite float32 values.
+/// Whether every score between `v` and another such vector is finite in float32: a squared norm
+/// of at most 2^125 keeps |a - b|^2 <= 2|a|^2 + 2|b|^2 and |a . b| below float32's 2^128, so
+/// Euclid, Dot and Cosine (whose norms are computed in float32) never reach inf, and ties keep
+/// their order. Vectors past it are refused: JSON has no inf, and an overflowed score ranks nothing.
+bool scores_stay_finite(const std::vector<float>& v);
+
+/// `dim` finite float32 values whose scores stay finite (scores_stay_finite).
 std::vector<float> parse_vector(const nlohmann::json& j, int64_t dim, const std::string& where);
 
 /// An optional integer field in [lo, hi], `fallback` when absent.

@@ -3,6 +3,9 @@
 #include <charconv>
 #include <cmath>
 
+#include "api_error.hpp"
+#include "request_json.hpp"
+
 namespace simkit::server {
 
 namespace {
@@ -112,7 +115,7 @@ bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, 
         } while (r.take(','));
         if (!r.take(']')) return false;
       }
-      if (static_cast<int64_t>(query.vector.size()) != dim) return false;
+      if (static_cast<int64_t>(query.vector.size()) != dim || !scores_stay_finite(query.vector)) return false;
     } else if ((key == "limit" && !seen_limit) || (key == "offset" && !seen_offset)) {
       (key == "limit" ? seen_limit : seen_offset) = true;
       if (!r.number(v, true) || v < (key == "limit" ? 1 : 0) || v > static_cast<double>(max_limit)) return false;
@@ -132,6 +135,25 @@ bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, 
     break;
   }
   return seen_vector && r.at_end();
+}
+
+SearchQuery parse_search(const nlohmann::json& body, int64_t dim, int64_t max_limit, const std::string& where) {
+  if (!body.is_object()) bad_request(where + " must be an object");
+  check_fields(body, {"vector", "limit", "offset", "with_payload", "with_vector", "filter"}, where);
+  if (!body.contains("vector")) bad_request(where + ".vector is required");
+  SearchQuery q;
+  q.vector = parse_vector(body["vector"], dim, where + ".vector");
+  q.limit = int_field(body, "limit", 10, 1, max_limit, where);
+  q.offset = int_field(body, "offset", 0, 0, max_limit, where);
+  q.with_payload = bool_field(body, "with_payload", false, where);
+  if (bool_field(body, "with_vector", false, where))
+    bad_request(where +
+                ".with_vector: searches return ids, scores and payloads; read vectors with GET .../points/{id}");
+  if (body.contains("filter") && !body["filter"].is_null()) {
+    q.filter = parse_filter(body["filter"]);
+    if (q.filter->must.empty()) q.filter.reset();  // no condition: every point
+  }
+  return q;
 }
 
 }  // namespace simkit::server

@@ -13,7 +13,10 @@
 // the general parser does).
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "collection.hpp"
 
@@ -21,5 +24,9 @@ namespace simkit::server {
 
 /// True when `body` was a simple search whose values are now in `query`.
 bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, SearchQuery& query);
+
+/// The general path: any search object (with a filter too), or 400 naming what is wrong, each
+/// field located by `where` ("body", "body.searches[3]").
+SearchQuery parse_search(const nlohmann::json& body, int64_t dim, int64_t max_limit, const std::string& where);
 
 }  // namespace simkit::server

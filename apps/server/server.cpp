@@ -33,6 +33,7 @@ int run_server(const ServeOptions& o) {
   ApiSettings settings;
   settings.data_dir = o.data_dir;
   settings.api_key = o.api_key;
+  settings.limits = o.requests;
   settings.collection.ctx = ctx;
   settings.collection.limits = batching;
   settings.timeout = o.timeout;
@@ -45,7 +46,7 @@ int run_server(const ServeOptions& o) {
   IoPool pool(io_threads);
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(o.host, ec);
-  if (ec) throw Error(ErrorCode::invalid_argument, "--host '" + o.host + "' is not an IP address");
+  if (ec) throw Error(ErrorCode::invalid_argument, "--host " + simkit::quoted(o.host) + " is not an IP address");
   HttpLimits limits;
   limits.max_body_bytes = o.max_body_bytes;
   limits.max_connections = o.max_connections;

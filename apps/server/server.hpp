@@ -12,6 +12,7 @@
 #include <simkit/context.hpp>
 
 #include "batcher.hpp"
+#include "request_limits.hpp"
 
 namespace simkit::server {
 
@@ -26,6 +27,7 @@ struct ServeOptions {
   BatcherLimits limits;
   std::chrono::milliseconds timeout{10000};
   size_t max_body_bytes = 32u << 20;
+  RequestLimits requests;  // JSON nesting, arrays and objects per body, payload limits
   int64_t max_connections = 4096;
   std::chrono::seconds drain_timeout{30};  // a drain that takes longer is cut short
 };

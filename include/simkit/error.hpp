@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace simkit {
 
@@ -28,5 +29,13 @@ class Error : public std::runtime_error {
 };
 
 const char* to_string(ErrorCode code) noexcept;
+
+/// Text from a file or a request made safe to put in a one-line message: quoted, at most
+/// `max_chars` characters, with quotes, backslashes, control characters and bytes that are not
+/// UTF-8 escaped (\n, \x1b, \xff), and "... (N bytes)" after a cut. Every simkit message that
+/// repeats such text goes through it, so a newline cannot split an error line and an escape
+/// sequence cannot reach a terminal. Call it as simkit::quoted: unqualified, a std::string
+/// argument also finds std::quoted by argument-dependent lookup, which wins and escapes nothing.
+std::string quoted(std::string_view text, size_t max_chars = 60);
 
 }  // namespace simkit
