@@ -4,6 +4,7 @@ background index build, snapshots, health and metrics."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import subprocess
@@ -392,6 +393,46 @@ def test_filters_equal_brute_force(serve: Any, rng: np.random.Generator) -> None
                 {"vector": Q[0].tolist(), "limit": k, "filter": {"must": [{"key": "uid", "match": {"value": target}}]}})
     assert hits == []
     print(f"{checked} filtered searches checked")
+
+
+def test_filters_read_payload_text_as_a_parser_would(serve: Any, rng: np.random.Generator) -> None:
+    # Payloads are held as compact JSON text and filters read fields out of it (payload.hpp):
+    # escaped and non-ASCII keys and strings, integers at int64/uint64's ends, -0, floats that
+    # look like integers, nested arrays and repeated keys must match as a parsed tree does.
+    keys = ["k", r"l\u00e4ng", "läng", r"q\"uote", r"back\\slash", r"tab\t", r"\ud83d\ude00", "a.b", ""]
+    values = ['"x"', r'"\u00e4"', '"ä"', r'"\""', r'"\\"', r'"\n"', r'"\ud83d\ude00"', "0", "-0", "-1",
+              "9223372036854775807", "-9223372036854775808", "18446744073709551615", "1.0", "1e2", "true",
+              "false", "null", "[]", '["x",[1],{"k":1},1]', "[-1,18446744073709551615]", '{"k":"x"}']
+    raw_payloads: list[str] = []
+    for i in range(80):
+        members = [f'"{keys[int(rng.integers(len(keys)))]}":{values[int(rng.integers(len(values)))]}'
+                   for _ in range(int(rng.integers(0, 5)))]
+        raw_payloads.append("{" + ",".join(members) + "}")
+    s = serve()
+    c = s.client()
+    d = 4
+    create_collection(c, "t", d, "Dot")
+    X = rng.standard_normal((len(raw_payloads), d)).astype(np.float32)
+    points = ",".join(f'{{"id":{i},"vector":{json.dumps(X[i].tolist())},"payload":{p}}}'
+                      for i, p in enumerate(raw_payloads))
+    status, _, b = c.request("PUT", "/collections/t/points?wait=true", raw=('{"points":[' + points + "]}").encode())
+    assert status == 200, b
+    parsed = [json.loads(p) for p in raw_payloads]
+    targets = [json.loads(v) for v in values if json.loads(v) is None or not isinstance(json.loads(v), (list, dict, float))]
+    checked = 0
+    for key_text in keys[:-1]:  # a filter's key is never empty; payloads may have one
+        key = json.loads(f'"{key_text}"')
+        for value in targets:
+            if value is None:
+                continue
+            want = sorted(i for i, p in enumerate(parsed) if matches(p, [(key, value)]))
+            hits = c.ok("POST", "/collections/t/points/search",
+                        {"vector": [1.0] * d, "limit": 100, "filter": {"must": [{"key": key, "match": {"value": value}}]}})
+            assert sorted(h["id"] for h in hits) == want, (key, value)
+            checked += 1
+    got = c.ok("POST", "/collections/t/points", {"ids": list(range(len(parsed)))})
+    assert {p["id"]: p["payload"] for p in got} == dict(enumerate(parsed))
+    print(f"{checked} key/value filters checked over {len(parsed)} payloads")
 
 
 # ---------------------------------------------------------------- linearizability
