@@ -18,7 +18,7 @@ void add_serve_command(CLI::App& app) {
     int port = 6333, io_threads = 0, batch_workers = 0;
     int64_t max_batch = 64, max_delay_us = 2000, max_queue = 4096, timeout_ms = 10000, max_connections = 4096;
     double max_body_mb = 32;
-    int64_t max_payload_depth = 32, max_payload_values = 65536, max_payload_kb = 1024;
+    int64_t max_payload_depth = 32, max_payload_values = 65536, max_payload_kb = 1024, max_response_mb = 64;
     RunOptions run;
   };
   auto o = std::make_shared<Options>();
@@ -74,6 +74,10 @@ void add_serve_command(CLI::App& app) {
                   "Largest payload of one point, as compact JSON; payloads are held as that text, so memory follows it")
       ->check(CLI::Range(int64_t{1}, int64_t{4194304}))
       ->capture_default_str();
+  sub->add_option("--max-response-mb", o->max_response_mb,
+                  "Largest answer a read builds (searches with payloads, scroll, retrieve); larger ones get 400")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}))
+      ->capture_default_str();
   sub->add_option("--max-connections", o->max_connections, "Open connections beyond this get 503 at once")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}))
       ->capture_default_str();
@@ -108,6 +112,7 @@ void add_serve_command(CLI::App& app) {
     s.requests.payload.max_depth = o->max_payload_depth;
     s.requests.payload.max_values = o->max_payload_values;
     s.requests.payload.max_bytes = o->max_payload_kb * 1024;
+    s.requests.max_response_bytes = o->max_response_mb << 20;
     const int status = server::run_server(s);
     if (status != 0) throw CLI::RuntimeError(status);
   });

@@ -28,6 +28,11 @@ nlohmann::json point_json(const StoredPoint& p, bool with_payload, bool with_vec
   return j;
 }
 
+// About what a point adds to an answer: its payload's text, ~16 characters a vector value.
+int64_t answer_bytes(const StoredPoint& p, bool with_payload) {
+  return 32 + (with_payload ? static_cast<int64_t>(p.payload.size()) : 0) + 16 * static_cast<int64_t>(p.vector.size());
+}
+
 // The deadline of a queued search: the server's --timeout-ms, or sooner with ?timeout=SECONDS.
 Clock::time_point deadline_of(const Call& call, std::chrono::milliseconds server_timeout) {
   Clock::duration limit = server_timeout;
@@ -107,8 +112,13 @@ void Api::retrieve_points(Call& call) {
   const bool with_vector = bool_field(body, "with_vector", false, "body");
   blocking(std::move(call), [this, collection, ids = std::move(ids), with_payload, with_vector](Call& c) {
     nlohmann::json list = nlohmann::json::array();
+    int64_t bytes = 0;
     for (int64_t id : ids)
-      if (auto p = collection->get(id, with_vector)) list.push_back(point_json(*p, with_payload, with_vector));
+      if (auto p = collection->get(id, with_vector)) {
+        if ((bytes += answer_bytes(*p, with_payload)) > settings_.limits.max_response_bytes)
+          bad_request(response_too_large(settings_.limits.max_response_bytes));
+        list.push_back(point_json(*p, with_payload, with_vector));
+      }
     reply(c, 200, {{"result", list}});
   });
 }
@@ -130,7 +140,12 @@ void Api::scroll_points(Call& call) {
       page.pop_back();
     }
     nlohmann::json list = nlohmann::json::array();
-    for (const StoredPoint& p : page) list.push_back(point_json(p, with_payload, with_vector));
+    int64_t bytes = 0;
+    for (const StoredPoint& p : page) {
+      if ((bytes += answer_bytes(p, with_payload)) > settings_.limits.max_response_bytes)
+        bad_request(response_too_large(settings_.limits.max_response_bytes));
+      list.push_back(point_json(p, with_payload, with_vector));
+    }
     reply(c, 200, {{"result", {{"points", list}, {"next_page_offset", next}}}});
   });
 }
@@ -187,6 +202,8 @@ void Api::search_batch(Call& call) {
       for (SearchOutcome& out : gather->outcomes) {
         if (out.status != 200) return reply_error(gather->call, out.status, out.error);
         results += (results.size() > 1 ? "," : "") + out.hits;
+        if (static_cast<int64_t>(results.size()) > settings_.limits.max_response_bytes)
+          return reply_error(gather->call, 400, response_too_large(settings_.limits.max_response_bytes));
       }
       reply_result_text(gather->call, results + "]");
     };

@@ -11,6 +11,7 @@
 #include <simkit/matrix.hpp>
 
 #include "api_error.hpp"
+#include "request_limits.hpp"
 
 namespace simkit::server {
 
@@ -304,6 +305,7 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
         const float* values = r.values.view().row(row);
         std::string hits = "[";
         for (int64_t c = job.query.offset; c < job.query.offset + job.query.limit && ids[c] >= 0; ++c) {
+          if (static_cast<int64_t>(hits.size()) > settings_.max_response_bytes) break;
           char number[64];
           hits += c == job.query.offset ? "{\"id\":" : ",{\"id\":";
           hits.append(number, std::to_chars(number, number + sizeof number, ids[c]).ptr);
@@ -322,7 +324,10 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
           hits += '}';
         }
         hits += ']';
-        job.done({200, {}, std::move(hits)});
+        if (static_cast<int64_t>(hits.size()) > settings_.max_response_bytes)
+          job.done({400, response_too_large(settings_.max_response_bytes), {}});
+        else
+          job.done({200, {}, std::move(hits)});
       }
     } catch (const std::exception& e) {
       const auto* se = dynamic_cast<const Error*>(&e);

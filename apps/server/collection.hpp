@@ -64,6 +64,7 @@ struct SearchJob {
 struct CollectionSettings {
   Context ctx;  // device and threads the searches and builds use
   BatcherLimits limits;
+  int64_t max_response_bytes = 64 << 20;  // a search's hits beyond this get 400 (request_limits.hpp)
 };
 
 class Collection {

@@ -50,6 +50,11 @@ JsonShape measure_json(std::string_view text) {
   return shape;
 }
 
+std::string response_too_large(int64_t max_response_bytes) {
+  return "the answer would exceed " + std::to_string(max_response_bytes >> 20) +
+         " MB (--max-response-mb): ask for fewer points, or without payloads or vectors";
+}
+
 void check_body_shape(std::string_view body, const RequestLimits& limits) {
   const JsonShape shape = measure_json(body);
   if (shape.depth > limits.max_json_depth())

@@ -24,6 +24,9 @@ struct RequestLimits {
   PayloadLimits payload;
   /// Arrays and objects one body may hold: what the parsed tree costs beyond its text.
   int64_t max_containers = 1 << 20;
+  /// The largest answer a read builds (searches with payloads, scroll, retrieve): 10,000 hits of
+  /// 1 MB payloads would otherwise be a 10 GB string.
+  int64_t max_response_bytes = 64 << 20;
   /// A body's deepest nesting: a payload's own limit plus room for the request around it
   /// ({"points": [{"payload": ...}]} puts a payload at depth 4; a filter nests a few more).
   int64_t max_json_depth() const noexcept { return payload.max_depth + 8; }
@@ -39,6 +42,9 @@ struct JsonShape {
   int64_t values = 0;
 };
 JsonShape measure_json(std::string_view text);
+
+/// The message of a read refused because its answer passed `max_response_bytes`.
+std::string response_too_large(int64_t max_response_bytes);
 
 /// 400 naming the limit when `body` nests deeper than limits.max_json_depth(), 413 when it holds
 /// more than limits.max_containers arrays and objects.

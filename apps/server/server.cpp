@@ -36,6 +36,7 @@ int run_server(const ServeOptions& o) {
   settings.limits = o.requests;
   settings.collection.ctx = ctx;
   settings.collection.limits = batching;
+  settings.collection.max_response_bytes = o.requests.max_response_bytes;
   settings.timeout = o.timeout;
   settings.max_pending_writes = o.limits.max_queue;
   Api api(settings, metrics);

@@ -305,3 +305,24 @@ def test_error_lines_quote_requests_short_and_escaped(serve: Any, rng: np.random
         assert len(message) < 600, (path, len(message))
         assert not any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in message), (path, message)
     assert_alive(c)
+
+
+def test_answers_are_bounded(serve: Any) -> None:
+    s = serve("--max-response-mb", "1")
+    c = s.client()
+    create_collection(c, "r", D, "Dot")
+    fill = "w" * 450_000
+    upsert(c, "r", [1, 2, 3], np.eye(D, dtype=np.float32)[:3], [{"fill": fill}] * 3)
+    q = {"vector": [1.0] * D}
+    for method, path, body in [
+        ("POST", "/collections/r/points/search", {**q, "limit": 3, "with_payload": True}),
+        ("POST", "/collections/r/points/search/batch",
+         {"searches": [{**q, "limit": 2, "with_payload": True}, {**q, "limit": 2, "with_payload": True}]}),
+        ("POST", "/collections/r/points/scroll", {"limit": 3, "with_payload": True}),
+        ("POST", "/collections/r/points", {"ids": [1, 2, 3], "with_payload": True}),
+    ]:
+        status, _, b = c.request(method, path, body)
+        assert status == 400 and "--max-response-mb" in error_of(b), (path, b)
+    assert len(c.ok("POST", "/collections/r/points/search", {**q, "limit": 2, "with_payload": True})) == 2
+    assert len(c.ok("POST", "/collections/r/points/search", {**q, "limit": 3})) == 3
+    assert len(c.ok("POST", "/collections/r/points/scroll", {"limit": 3, "with_payload": False})["points"]) == 3
