@@ -178,8 +178,8 @@ void Api::route(Call& call) {
     return (this->*route.run)(call);
   }
   call.route = path_known ? "method not allowed" : "not found";
-  if (path_known) return reply_error(call, 405, r.method + " is not allowed on " + r.path);
-  reply_error(call, 404, "no route for " + r.method + " " + r.path.substr(0, 200) + " (see docs/API.md)");
+  if (path_known) return reply_error(call, 405, r.method + " is not allowed on " + simkit::quoted(r.path, 200));
+  reply_error(call, 404, "no route for " + r.method + " " + simkit::quoted(r.path, 200) + " (see docs/API.md)");
 }
 
 void Api::answer(Call& call, unsigned status, std::string body,

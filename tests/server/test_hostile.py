@@ -74,6 +74,11 @@ def test_deep_json_on_every_route_is_refused_before_parsing(serve: Any, rng: np.
             message = error_of(b)
             assert status == 400, (method, path, depth, status, message)
             assert "deep" in message and "limit is 40" in message and "\n" not in message, message
+    # Millions of empty arrays, shallow: refused from the text too, before a tree of them is built.
+    raw = ('{"points":[{"id":1,"vector":' + json.dumps(VEC) + ',"payload":{"a":[' + ",".join(["[]"] * (1 << 21)) +
+           "]}}]}").encode()
+    status, _, b = c.request("PUT", "/collections/h/points?wait=true", raw=raw)
+    assert status == 413 and "arrays and objects" in error_of(b), b
     assert s.running() and s.pid == pid
     assert_alive(c)
     # At the limit itself a body is accepted: a payload 32 deep in an upsert is depth 36.
