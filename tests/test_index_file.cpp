@@ -1,9 +1,11 @@
 // The index file format (src/index/index_file.hpp) refuses every damaged file whole: truncated at
 // any length, any single byte changed, bytes appended, a foreign file, a missing section. A
-// round trip gives back the same sections, and a failed write leaves the old file in place.
+// round trip gives back the same sections, and a failed write leaves the old file in place. Text
+// from a file or a description reaches a message escaped (simkit::quoted).
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -13,9 +15,12 @@
 #include <vector>
 
 #include <simkit/error.hpp>
+#include <simkit/index.hpp>
 
+#include "contexts.hpp"
 #include "expect_error.hpp"
 #include "index/index_file.hpp"
+#include "reference.hpp"
 
 namespace simkit::test {
 namespace {
@@ -56,6 +61,55 @@ class IndexFileTest : public ::testing::Test {
     w.add("vectors", v.data(), v.size() * sizeof(float));
     w.write(p);
     return v;
+  }
+
+  using Sections = std::vector<std::pair<std::string, std::string>>;
+
+  /// The named sections of a well-formed file, in order (the layout of index_file.hpp).
+  static Sections sections_of(const std::vector<unsigned char>& file) {
+    const auto u32 = [&](size_t at) {
+      uint32_t v;
+      std::memcpy(&v, file.data() + at, 4);
+      return v;
+    };
+    Sections out;
+    size_t at = 16;
+    for (uint32_t s = 0, count = u32(12); s < count; ++s) {
+      const uint32_t name_bytes = u32(at);
+      std::string name(reinterpret_cast<const char*>(file.data() + at + 4), name_bytes);
+      at += 4 + name_bytes;
+      uint64_t bytes;
+      std::memcpy(&bytes, file.data() + at, 8);
+      out.emplace_back(name, std::string(reinterpret_cast<const char*>(file.data() + at + 8), size_t(bytes)));
+      at += 8 + size_t(bytes);
+    }
+    return out;
+  }
+
+  /// `file`'s magic and version with these sections and a trailer that agrees (size and
+  /// checksum): a file a lying writer made, which only the loader's own checks can refuse.
+  static std::vector<unsigned char> sealed(const std::vector<unsigned char>& file, const Sections& sections) {
+    std::vector<unsigned char> out(file.begin(), file.begin() + 12);
+    const auto put = [&](const void* p, size_t n) {
+      out.insert(out.end(), static_cast<const unsigned char*>(p), static_cast<const unsigned char*>(p) + n);
+    };
+    const auto count = uint32_t(sections.size());
+    put(&count, 4);
+    for (const auto& [name, payload] : sections) {
+      const auto name_bytes = uint32_t(name.size());
+      const uint64_t bytes = payload.size();
+      put(&name_bytes, 4);
+      put(name.data(), name.size());
+      put(&bytes, 8);
+      put(payload.data(), payload.size());
+    }
+    const uint64_t total = out.size() + 16;
+    put(&total, 8);
+    Checksum64 sum;
+    sum.update(out.data(), out.size());
+    const uint64_t digest = sum.digest();
+    put(&digest, 8);
+    return out;
   }
 
   fs::path dir_;
@@ -158,6 +212,75 @@ TEST_F(IndexFileTest, AFailedWriteLeavesTheOldFile) {
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir_)) files += e.is_regular_file();
   EXPECT_EQ(files, 1);
+}
+
+// A file whose type, metric, description or section names carry a newline and an escape
+// sequence (checksum intact) is refused with one printable line that shows them escaped.
+TEST_F(IndexFileTest, HostileTextInAFileIsEscapedInMessages) {
+  const Context ctx = cpu_context();
+  const Matrix<float> X = random_matrix(40, 4, 7);
+  auto index = make_index("ivf_flat,nlist=2", 4, Metric::l2);
+  index->train(ctx, X.view());
+  index->add(ctx, X.view());
+  const std::string good = path("good.simkit");
+  index->save(good);
+  const std::vector<unsigned char> whole = slurp(good);
+  const std::string bad = path("bad.simkit");
+  spit(bad, sealed(whole, sections_of(whole)));
+  ASSERT_EQ(load_index(bad)->size(), 40) << "the re-sealed copy of a good file loads";
+
+  const std::string hostile = "\n\x1b[2J";
+  const std::string long_tail(100000, 'x');
+  struct Case {
+    std::string section, payload, needle;
+  };
+  const Case cases[] = {
+      {"type", "flat" + hostile, "unknown index type 'flat\\n\\x1b[2J'"},
+      {"type", hostile, "unknown index type '\\n\\x1b[2J'"},
+      {"metric", "l2" + hostile, "unknown metric 'l2\\n\\x1b[2J'"},
+      {"description", "ivf_flat,nlist=2" + hostile, "nlist must be an integer in [1, 16777216], got '2\\n\\x1b[2J'"},
+      {"description", "ivf_flat,nlist=2,\x1b]0;title\x07=1", "unknown ivf_flat parameter '\\x1b]0;title\\x07'"},
+      {"description", "ivf_flat,nlist=2," + long_tail, "... (100017 bytes)"},
+  };
+  for (const Case& c : cases) {
+    Sections s = sections_of(whole);
+    const auto it = std::find_if(s.begin(), s.end(), [&](const auto& p) { return p.first == c.section; });
+    ASSERT_NE(it, s.end()) << c.section;
+    it->second = c.payload;
+    spit(bad, sealed(whole, s));
+    expect_escaped_error([&] { (void)load_index(bad); }, ErrorCode::io, c.needle);
+  }
+  // Two sections renamed to the same hostile name.
+  Sections s = sections_of(whole);
+  s[s.size() - 1].first = s[s.size() - 2].first = hostile;
+  spit(bad, sealed(whole, s));
+  expect_escaped_error([&] { (void)load_index(bad); }, ErrorCode::io, "section '\\n\\x1b[2J' twice");
+
+  // The path the caller gave is escaped too.
+  const std::string odd = path("idx" + hostile + ".simkit");
+  spit(odd, std::vector<unsigned char>(whole.begin(), whole.end() - 1));
+  expect_escaped_error([&] { (void)load_index(odd); }, ErrorCode::io, "idx\\n\\x1b[2J.simkit': not a usable");
+  expect_escaped_error([&] { (void)load_index(path("no" + hostile)); }, ErrorCode::io, "no\\n\\x1b[2J': cannot open");
+}
+
+// The factory repeats a description it cannot use escaped, and cut when it is long.
+TEST(IndexFactoryMessages, HostileDescriptionsAreEscaped) {
+  const struct {
+    std::string description, needle;
+  } cases[] = {
+      {"hnsw\n\x1b[2J", "unknown index type 'hnsw\\n\\x1b[2J' in 'hnsw\\n\\x1b[2J'"},
+      {"ivf_flat,nlist=\x1b[2J8", "nlist must be an integer in [1, 16777216], got '\\x1b[2J8'"},
+      {"ivf_flat,n\nlist=8", "unknown ivf_flat parameter 'n\\nlist'"},
+      {"ivf_flat,\x1b", "'\\x1b' is not key=value"},
+      {"ivf_pq,refine_on=\x1b]0;x\x07", "refine_on must be device or host, got '\\x1b]0;x\\x07'"},
+      {std::string("lsh,width=\x9b") + "1m", "got '\\x9b1m'"},
+      {"flat,\r", "index description 'flat,\\r': flat takes no parameters"},
+      {"it's\\", "unknown index type 'it\\'s\\\\'"},
+      {std::string(100000, 'z'), "... (100000 bytes)"},
+  };
+  for (const auto& c : cases)
+    expect_escaped_error([&] { (void)make_index(c.description, 4, Metric::l2); }, ErrorCode::invalid_argument,
+                         c.needle);
 }
 
 TEST(Checksum64, DependsOnTheBytesNotOnHowTheyAreFed) {

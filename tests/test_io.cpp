@@ -30,6 +30,7 @@ using simkit::ErrorCode;
 using simkit::Matrix;
 using simkit::MatrixView;
 using simkit::test::expect_error;
+using simkit::test::expect_escaped_error;
 
 namespace {
 
@@ -415,6 +416,39 @@ TEST_F(Io, NpyMalformedHeaders) {
                "bad magic");
 }
 
+// Text a header carries reaches the message through simkit::quoted: a newline cannot split the
+// one-line error, an escape sequence cannot reach the terminal, a huge string is cut.
+TEST_F(Io, NpyHeaderTextIsEscapedInMessages) {
+  const std::string data(4, '\0');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {npy_dict("<f4\n\x1b[31m", "(1,)"), "unsupported dtype '<f4\\n\\x1b[31m'"},
+      {npy_dict("\x1b]0;title\x07<f4", "(1,)"), "unsupported dtype '\\x1b]0;title\\x07<f4'"},
+      {npy_dict(std::string("<f4\xc2\x9b") + "2J\xff", "(1,)"), "unsupported dtype '<f4\\xc2\\x9b2J\\xff'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'k\n\x1b[2J': 1, }", "unexpected key 'k\\n\\x1b[2J'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'back\\slash': 1, }", "unexpected key 'back\\\\slash'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), \"it's\": 1, }", "unexpected key 'it\\'s'"},
+  };
+  for (const auto& [dict, needle] : cases)
+    expect_escaped_error([&] { simkit::read_matrix(put("m.npy", npy_file(dict, data))); }, ErrorCode::io, needle);
+  // A 100 kB descr (a version 2.0 header holds it) is cut, with its length given.
+  const std::string huge = npy_file(npy_dict(std::string(100000, 'A') + "\n", "(1,)"), data, 2);
+  expect_escaped_error([&] { simkit::read_matrix(put("huge.npy", huge)); }, ErrorCode::io, "... (100001 bytes)", 400);
+}
+
+// A path given by the user is quoted too, in the .npy, .vecs and file-opening messages alike.
+TEST_F(Io, HostilePathsAreEscapedInMessages) {
+  const std::string name = "new\nline\x1b[2J";
+  expect_escaped_error([&] { simkit::read_matrix(path(name + ".npy")); }, ErrorCode::io, "new\\nline\\x1b[2J.npy'");
+  expect_escaped_error([&] { simkit::read_matrix(put(name + ".npy", "PK\x03\x04")); }, ErrorCode::io,
+                       "new\\nline\\x1b[2J.npy': not a .npy file");
+  expect_escaped_error([&] { simkit::read_matrix(put(name + ".fvecs", "\x03\x00")); }, ErrorCode::io,
+                       "new\\nline\\x1b[2J.fvecs': truncated");
+  expect_escaped_error([&] { simkit::read_matrix(put("m.\x1b[2J", "x")); }, ErrorCode::invalid_argument,
+                       "unknown file extension '.\\x1b[2j'");
+  expect_escaped_error([&] { simkit::write_matrix(path(name + "/m.npy"), Matrix<float>(1, 1)); }, ErrorCode::io,
+                       "directory '" + path("new\\nline\\x1b[2J") + "' does not exist", 2000);
+}
+
 // ------------------------------------------------------------------ .vecs refusals
 
 TEST_F(Io, FvecsTruncatedMidRow) {
@@ -466,7 +500,7 @@ TEST_F(Io, UnknownExtension) {
 
 TEST_F(Io, MissingFileAndDirectory) {
   expect_error([&] { simkit::read_matrix(path("absent.npy")); }, ErrorCode::io,
-               path("absent.npy") + ": cannot open: No such file or directory");
+               "'" + path("absent.npy") + "': cannot open: No such file or directory");
   fs::create_directory(path("sub.fvecs"));
   expect_error([&] { simkit::read_matrix(path("sub.fvecs")); }, ErrorCode::io, "cannot open: Is a directory");
   expect_error([&] { simkit::write_matrix(path("sub.fvecs"), Matrix<float>(1, 1)); }, ErrorCode::io,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <simkit/error.hpp>
+#include <simkit/gauss.hpp>
 #include <simkit/knn.hpp>
 #include <simkit/pairwise.hpp>
 
@@ -116,6 +117,71 @@ TEST(ParseNames, Device) {
   EXPECT_EQ(parse_device("auto"), Device::automatic);
   for (const char* bad : {"GPU", "cuda", "", "cpu0"})
     expect_invalid([&] { (void)parse_device(bad); }, std::string("unknown device '") + bad + "'");
+}
+
+// A name that is not one of the known ones comes back escaped: it may come from a file or a
+// request, so a newline or an escape sequence in it must not reach the one-line message raw.
+TEST(ParseNames, HostileNamesAreEscaped) {
+  expect_escaped_error([] { (void)parse_metric("l2\n\x1b[2J"); }, ErrorCode::invalid_argument,
+                       "unknown metric 'l2\\n\\x1b[2J' (expected one of");
+  expect_escaped_error([] { (void)parse_metric(std::string(5000, 'm')); }, ErrorCode::invalid_argument,
+                       "... (5000 bytes) (expected one of", 200);
+  expect_escaped_error([] { (void)parse_device("gpu\x1b[0m\r"); }, ErrorCode::invalid_argument,
+                       "unknown device 'gpu\\x1b[0m\\r' (expected cpu, gpu or auto)");
+  expect_escaped_error([] { (void)parse_gauss_method("fmm\n"); }, ErrorCode::invalid_argument,
+                       "unknown Gauss transform method 'fmm\\n'");
+  expect_escaped_error([] { (void)parse_bandwidth_rule("\x1b]0;x\x07"); }, ErrorCode::invalid_argument,
+                       "got '\\x1b]0;x\\x07'");
+}
+
+TEST(Quoted, EscapesWhatATerminalActsOn) {
+  EXPECT_EQ(simkit::quoted(""), "''");
+  EXPECT_EQ(simkit::quoted("l2"), "'l2'");
+  EXPECT_EQ(simkit::quoted("a\nb\r\tc"), "'a\\nb\\r\\tc'");
+  EXPECT_EQ(simkit::quoted("\x1b[2J\x07\x7f\x01"), "'\\x1b[2J\\x07\\x7f\\x01'");
+  EXPECT_EQ(simkit::quoted(std::string("a\0b", 3)), "'a\\x00b'");
+  EXPECT_EQ(simkit::quoted("it's"), "'it\\'s'");
+  EXPECT_EQ(simkit::quoted("a\\b"), "'a\\\\b'");
+  // C1 controls (U+0080..U+009F) are well-formed UTF-8 but act like ESC: U+009B is CSI.
+  EXPECT_EQ(simkit::quoted(std::string("\xc2\x9b") + "2J"), "'\\xc2\\x9b2J'");
+  EXPECT_EQ(simkit::quoted("\xc2\x85"), "'\\xc2\\x85'");
+}
+
+TEST(Quoted, EscapesBytesThatAreNotUtf8) {
+  EXPECT_EQ(simkit::quoted("\xff"), "'\\xff'");
+  EXPECT_EQ(simkit::quoted("\xc0\xaf"), "'\\xc0\\xaf'");                    // overlong '/'
+  EXPECT_EQ(simkit::quoted("\xe0\x80\xaf"), "'\\xe0\\x80\\xaf'");           // overlong, three bytes
+  EXPECT_EQ(simkit::quoted("\xed\xa0\x80"), "'\\xed\\xa0\\x80'");           // a UTF-16 surrogate
+  EXPECT_EQ(simkit::quoted("\xf4\x90\x80\x80"), "'\\xf4\\x90\\x80\\x80'");  // past U+10FFFF
+  EXPECT_EQ(simkit::quoted("\xe2\x82"), "'\\xe2\\x82'");                    // cut short
+  EXPECT_EQ(simkit::quoted("\xe2\x82x"), "'\\xe2\\x82x'");
+  EXPECT_EQ(simkit::quoted("\x80"), "'\\x80'");  // a lone continuation byte
+  // Every single byte comes out printable ASCII.
+  for (int b = 0; b < 256; ++b) {
+    const std::string q = simkit::quoted(std::string(1, static_cast<char>(b)));
+    EXPECT_TRUE(printable_ascii(q)) << "byte " << b << ": " << ::testing::PrintToString(q);
+  }
+}
+
+TEST(Quoted, KeepsWellFormedUtf8) {
+  EXPECT_EQ(simkit::quoted("m\xc3\xa9trica"), "'m\xc3\xa9trica'");      // métrica
+  EXPECT_EQ(simkit::quoted("\xc2\xa0"), "'\xc2\xa0'");                  // U+00A0, the first after the C1 block
+  EXPECT_EQ(simkit::quoted("\xe2\x82\xac"), "'\xe2\x82\xac'");          // U+20AC
+  EXPECT_EQ(simkit::quoted("\xf0\x9f\x98\x80"), "'\xf0\x9f\x98\x80'");  // U+1F600
+  EXPECT_EQ(simkit::quoted("\xf4\x8f\xbf\xbf"), "'\xf4\x8f\xbf\xbf'");  // U+10FFFF
+}
+
+TEST(Quoted, CutsLongTextBetweenCharacters) {
+  EXPECT_EQ(simkit::quoted(std::string(60, 'a')), "'" + std::string(60, 'a') + "'");
+  EXPECT_EQ(simkit::quoted(std::string(61, 'a')), "'" + std::string(60, 'a') + "'... (61 bytes)");
+  EXPECT_EQ(simkit::quoted(std::string(100000, 'a')).size(), 62 + std::string("... (100000 bytes)").size());
+  EXPECT_EQ(simkit::quoted("abcdef", 3), "'abc'... (6 bytes)");
+  EXPECT_EQ(simkit::quoted("abc", 0), "''... (3 bytes)");
+  // max_chars counts characters: an escape or a multi-byte character is one, never split.
+  EXPECT_EQ(simkit::quoted("\n\n\n", 2), "'\\n\\n'... (3 bytes)");
+  EXPECT_EQ(simkit::quoted("\xc3\xa9\xc3\xa9\xc3\xa9", 2), "'\xc3\xa9\xc3\xa9'... (6 bytes)");
+  EXPECT_EQ(simkit::quoted("\xf0\x9f\x98\x80\xf0\x9f\x98\x80", 1), "'\xf0\x9f\x98\x80'... (8 bytes)");
+  EXPECT_EQ(simkit::quoted("\xc3\xa9\xc3\xa9", 2), "'\xc3\xa9\xc3\xa9'");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <simkit/io.hpp>
 
 #include "bench_harness.hpp"
+#include "cli_support.hpp"
 #include "commands.hpp"
 
 namespace simkit::cli {
@@ -63,10 +64,10 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
   if (path.empty()) return;
   write_atomically(path, [&](const std::string& tmp) {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(ErrorCode::io, "cannot open '" + tmp + "' for writing");
+    if (!f) throw Error(ErrorCode::io, "cannot open " + quoted_path(tmp) + " for writing");
     f << csv_document(rows);
     f.flush();
-    if (!f) throw Error(ErrorCode::io, "could not write '" + tmp + "'");
+    if (!f) throw Error(ErrorCode::io, "could not write " + quoted_path(tmp));
   });
   std::printf("wrote %s (%zu rows)\n", path.c_str(), rows.size());
 }

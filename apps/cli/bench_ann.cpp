@@ -84,7 +84,8 @@ AnnCase load_case(const std::string& name, const Options& o, const Context& ctx)
   } else if (name == "large") {
     c.metric = Metric::sqeuclidean, n = quick ? 490000 : 10000000, m = quick ? 1000 : 10000, d = 96;
   } else {
-    throw Error(ErrorCode::invalid_argument, "--cases: no ann case '" + name + "' (wordnet, synthetic, seed, large)");
+    throw Error(ErrorCode::invalid_argument,
+                "--cases: no ann case " + simkit::quoted(name) + " (wordnet, synthetic, seed, large)");
   }
   const Matrix<float> all = clustered(n + m, d, unit, o.seed + (unit ? 13 : 11), name == "large" ? 10000 : 1000);
   c.base = Matrix<float>(n, d);
@@ -222,7 +223,8 @@ void run_ann_suite(const Options& o) {
       for (const std::string& config : split_list(o.lsh, "--lsh")) {
         const size_t x = config.find('x');
         if (x == std::string::npos)
-          throw Error(ErrorCode::invalid_argument, "--lsh: '" + config + "' is not TABLESxBITS, e.g. 6x2");
+          throw Error(ErrorCode::invalid_argument,
+                      "--lsh: " + simkit::quoted(config) + " is not TABLESxBITS, e.g. 6x2");
         const std::string params = "tables=" + config.substr(0, x) + ",bits=" + config.substr(x + 1);
         std::vector<std::pair<SearchParams, std::string>> settings;
         for (int64_t pr : probes) {
@@ -238,7 +240,7 @@ void run_ann_suite(const Options& o) {
   if (!o.csv.empty()) {
     std::ofstream out(o.csv);
     out << csv;
-    if (!out) throw Error(ErrorCode::io, "--csv: cannot write '" + o.csv + "'");
+    if (!out) throw Error(ErrorCode::io, "--csv: cannot write " + quoted_path(o.csv));
   }
 }
 

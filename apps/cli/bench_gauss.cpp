@@ -72,9 +72,9 @@ std::vector<Case> cases_for(const std::string& list, bool quick) {
         out.push_back({"seedifgt-d" + std::to_string(d), n, n, d, h, true, d <= 4 ? 3 : 2, p, true});
       }
     } else {
-      throw Error(
-          ErrorCode::invalid_argument,
-          "--cases: '" + item + "' is not a gauss case (expected a list of seed, large, ifgt, ifgt8, seedifgt)");
+      throw Error(ErrorCode::invalid_argument,
+                  "--cases: " + simkit::quoted(item) +
+                      " is not a gauss case (expected a list of seed, large, ifgt, ifgt8, seedifgt)");
     }
   }
   if (out.empty()) throw Error(ErrorCode::invalid_argument, "--cases is empty");

@@ -391,7 +391,7 @@ inline std::vector<int64_t> parse_int_list(const std::string& text, const std::s
   std::vector<int64_t> out;
   if (!text.empty() && text.back() == ',')
     throw Error(ErrorCode::invalid_argument,
-                what + ": '" + text + "' ends with a comma (expected e.g. " + example + ")");
+                what + ": " + simkit::quoted(text) + " ends with a comma (expected e.g. " + example + ")");
   std::string item;
   std::istringstream in(text);
   while (std::getline(in, item, ',')) {
@@ -404,7 +404,7 @@ inline std::vector<int64_t> parse_int_list(const std::string& text, const std::s
     }
     if (item.empty() || used != item.size())
       throw Error(ErrorCode::invalid_argument,
-                  what + ": '" + item + "' is not an integer (expected e.g. " + example + ")");
+                  what + ": " + simkit::quoted(item) + " is not an integer (expected e.g. " + example + ")");
     out.push_back(v);
   }
   if (out.empty()) throw Error(ErrorCode::invalid_argument, what + " is empty");

@@ -45,7 +45,8 @@ KmeansCase case_named(const std::string& name, bool quick) {
   if (name == "synthetic") return {name, quick ? 20000 : 1000000, 128, quick ? 64 : 1024, Metric::sqeuclidean};
   if (name == "small") return {name, quick ? 10000 : 100000, 128, quick ? 32 : 256, Metric::sqeuclidean};
   if (name == "wordnet") return {name, 0, 0, quick ? 64 : 1024, Metric::cosine};
-  throw Error(ErrorCode::invalid_argument, "--cases: no kmeans case '" + name + "' (synthetic, wordnet, small)");
+  throw Error(ErrorCode::invalid_argument,
+              "--cases: no kmeans case " + simkit::quoted(name) + " (synthetic, wordnet, small)");
 }
 
 Matrix<float> points_for(KmeansCase& c, const Options& o, bool quick) {

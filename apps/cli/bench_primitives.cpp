@@ -36,9 +36,9 @@ Plan make_plan(const Options& o, bool on_gpu) {
   Plan p;
   for (const std::string& c : split_list(o.cases, "--cases")) {
     if (std::find(std::begin(kAllCases), std::end(kAllCases), c) == std::end(kAllCases))
-      throw Error(
-          ErrorCode::invalid_argument,
-          "--cases: '" + c + "' is not a primitives case (expected scan, merge, sort, sortpairs, spmv, select)");
+      throw Error(ErrorCode::invalid_argument,
+                  "--cases: " + simkit::quoted(c) +
+                      " is not a primitives case (expected scan, merge, sort, sortpairs, spmv, select)");
     p.cases.push_back(c);
   }
   const std::string sizes = !o.sizes.empty() ? o.sizes : o.quick ? "16" : on_gpu ? "20,24,27" : "20,24";
@@ -54,7 +54,8 @@ Plan make_plan(const Options& o, bool on_gpu) {
     else if (i == "reverse")
       p.patterns.push_back(Pattern::reverse);
     else
-      throw Error(ErrorCode::invalid_argument, "--inputs: '" + i + "' is not one of random, sorted, reverse");
+      throw Error(ErrorCode::invalid_argument,
+                  "--inputs: " + simkit::quoted(i) + " is not one of random, sorted, reverse");
   }
   // The shapes on the GPU; the CPU keeps to what two cores finish in seconds.
   p.select_rows = o.quick ? 64 : on_gpu ? 10000 : 1000;

@@ -121,7 +121,7 @@ Matrix<float> read_points(const std::string& path, std::string_view option) {
     throw Error(e.code(), std::string(option) + ": " + e.what());
   }
   if (m.rows() == 0 || m.cols() == 0)
-    throw Error(ErrorCode::invalid_argument, std::string(option) + ": '" + path + "' holds no vectors (" +
+    throw Error(ErrorCode::invalid_argument, std::string(option) + ": " + quoted_path(path) + " holds no vectors (" +
                                                  std::to_string(m.rows()) + " x " + std::to_string(m.cols()) + ")");
   return m;
 }
@@ -139,18 +139,19 @@ void check_output_path(const std::string& path, std::string_view option,
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
     throw Error(ErrorCode::invalid_argument,
-                std::string(option) + ": cannot write '" + path + "': the extension must be one of " + list);
+                std::string(option) + ": cannot write " + quoted_path(path) + ": the extension must be one of " + list);
   }
   const fs::path p(path);
   std::error_code ec;
-  if (fs::is_directory(p, ec)) throw Error(ErrorCode::io, std::string(option) + ": '" + path + "' is a directory");
+  if (fs::is_directory(p, ec))
+    throw Error(ErrorCode::io, std::string(option) + ": " + quoted_path(path) + " is a directory");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
-    throw Error(ErrorCode::io,
-                std::string(option) + ": cannot write '" + path + "': directory '" + dir.string() + "' does not exist");
+    throw Error(ErrorCode::io, std::string(option) + ": cannot write " + quoted_path(path) + ": directory " +
+                                   quoted_path(dir.string()) + " does not exist");
   if (access(dir.c_str(), W_OK) != 0)
-    throw Error(ErrorCode::io, std::string(option) + ": cannot write '" + path + "': directory '" + dir.string() +
-                                   "' is not writable");
+    throw Error(ErrorCode::io, std::string(option) + ": cannot write " + quoted_path(path) + ": directory " +
+                                   quoted_path(dir.string()) + " is not writable");
 }
 
 void check_distinct_outputs(const std::vector<std::pair<std::string_view, std::string>>& outputs) {
@@ -162,8 +163,8 @@ void check_distinct_outputs(const std::vector<std::pair<std::string_view, std::s
                         (fs::exists(outputs[i].second, ec) && fs::equivalent(outputs[i].second, outputs[j].second, ec));
       if (same)
         throw Error(ErrorCode::invalid_argument, std::string(outputs[i].first) + " and " +
-                                                     std::string(outputs[j].first) + " name the same file '" +
-                                                     outputs[i].second + "'");
+                                                     std::string(outputs[j].first) + " name the same file " +
+                                                     quoted_path(outputs[i].second));
     }
 }
 
@@ -191,7 +192,8 @@ void OutputSet::commit() {
       const int err = errno;
       // What was renamed stays; the rest is removed by the destructor.
       staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(i));
-      throw Error(ErrorCode::io, "cannot rename '" + staging + "' to '" + target + "': " + std::strerror(err));
+      throw Error(ErrorCode::io,
+                  "cannot rename " + quoted_path(staging) + " to " + quoted_path(target) + ": " + std::strerror(err));
     }
   }
   staged_.clear();

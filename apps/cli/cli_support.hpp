@@ -132,6 +132,10 @@ std::string format_gib(double bytes);
 /// "1,000,000".
 std::string with_commas(int64_t v);
 
+/// A path in a message: simkit::quoted() (simkit/error.hpp) with room for a deep directory, so the file
+/// name at its end survives in every ordinary path while a hostile one stays one escaped line.
+inline std::string quoted_path(std::string_view path) { return simkit::quoted(path, 256); }
+
 /// Bad input named in `msg`: Error(invalid_argument), which main() turns into exit status 2.
 [[noreturn]] inline void bad(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
 

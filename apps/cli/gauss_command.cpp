@@ -50,14 +50,14 @@ void run_gauss(const GaussCommandOptions& o) {
   const Matrix<float> X = read_points(o.sources, "--sources");
   const Matrix<float> Y = read_points(o.targets, "--targets");
   if (Y.cols() != X.cols())
-    bad("dimension mismatch: --targets '" + o.targets + "' has d = " + std::to_string(Y.cols()) + ", --sources '" +
-        o.sources + "' has d = " + std::to_string(X.cols()));
+    bad("dimension mismatch: --targets " + quoted_path(o.targets) + " has d = " + std::to_string(Y.cols()) +
+        ", --sources " + quoted_path(o.sources) + " has d = " + std::to_string(X.cols()));
   std::vector<double> q;
   if (!o.weights.empty()) {
     q = read_f64_vector(o.weights, "--weights");
     if (static_cast<int64_t>(q.size()) != X.rows())
-      bad("--weights: '" + o.weights + "' holds " + std::to_string(q.size()) + " weights but --sources has " +
-          std::to_string(X.rows()) + " rows");
+      bad("--weights: " + quoted_path(o.weights) + " holds " + std::to_string(q.size()) +
+          " weights but --sources has " + std::to_string(X.rows()) + " rows");
   }
   const double read_s = seconds_since(t0);
 

@@ -36,7 +36,7 @@ Distribution parse_distribution(const std::string& name) {
   if (name == "gaussian") return Distribution::gaussian;
   if (name == "clustered") return Distribution::clustered;
   throw Error(ErrorCode::invalid_argument,
-              "unknown distribution '" + name + "' (expected uniform, gaussian or clustered)");
+              "unknown distribution " + simkit::quoted(name) + " (expected uniform, gaussian or clustered)");
 }
 
 MatrixView<const float> row_range(const Matrix<float>& m, int64_t first, int64_t count) {

@@ -58,7 +58,7 @@ int64_t parse_nprobe(const std::string& text) {
     if (used == text.size() && v >= 1) return v;
   } catch (const std::exception&) {
   }
-  bad("--nprobe must be a positive integer or 'seed' (ceil(0.8 nlist)), got '" + text + "'");
+  bad("--nprobe must be a positive integer or 'seed' (ceil(0.8 nlist)), got " + simkit::quoted(text));
 }
 
 /// --ids for add/remove: one id per row (.npy or .ivecs), read up front.
@@ -69,9 +69,10 @@ std::vector<int64_t> read_id_list(const std::string& path, int64_t expect) {
   } catch (const Error& e) {
     throw Error(e.code(), "--ids: " + std::string(e.what()));
   }
-  if (m.cols() != 1 && m.rows() != 1) bad("--ids: '" + path + "' must hold one column of ids");
+  if (m.cols() != 1 && m.rows() != 1) bad("--ids: " + quoted_path(path) + " must hold one column of ids");
   if (expect >= 0 && m.size() != expect)
-    bad("--ids: '" + path + "' has " + with_commas(m.size()) + " ids for " + with_commas(expect) + " vectors");
+    bad("--ids: " + quoted_path(path) + " has " + with_commas(m.size()) + " ids for " + with_commas(expect) +
+        " vectors");
   return std::vector<int64_t>(m.data(), m.data() + m.size());
 }
 
@@ -104,7 +105,7 @@ std::string build_description(const BuildOptions& o) {
   if (o.type == "ivf_flat") return cells("ivf_flat") + tail;
   if (o.type == "ivf_pq") {
     if (o.refine_on != "device" && o.refine_on != "host")
-      bad("--refine-on must be device or host, got '" + o.refine_on + "'");
+      bad("--refine-on must be device or host, got " + simkit::quoted(o.refine_on));
     return cells("ivf_pq") + ",m=" + std::to_string(o.m) + ",refine=" + std::to_string(o.refine) +
            ",refine_on=" + o.refine_on + tail;
   }
@@ -114,7 +115,7 @@ std::string build_description(const BuildOptions& o) {
     return "lsh,tables=" + std::to_string(o.tables) + ",bits=" + std::to_string(o.bits) +
            ",probes=" + std::to_string(o.probes) + ",width=" + width + ",seed=" + std::to_string(o.seed);
   }
-  bad("--type must be flat, ivf_flat, ivf_pq or lsh, got '" + o.type + "'");
+  bad("--type must be flat, ivf_flat, ivf_pq or lsh, got " + simkit::quoted(o.type));
 }
 
 void run_build(const BuildOptions& o) {
@@ -181,7 +182,7 @@ void run_search(const SearchOptions& o) {
   std::unique_ptr<Index> index = load_named(o.index);
   const Matrix<float> Q = read_points(o.queries, "--queries");
   if (Q.cols() != index->dim())
-    bad("dimension mismatch: --queries '" + o.queries + "' has d = " + std::to_string(Q.cols()) +
+    bad("dimension mismatch: --queries " + quoted_path(o.queries) + " has d = " + std::to_string(Q.cols()) +
         ", the index has d = " + std::to_string(index->dim()));
   if (extension_of(o.ids) == ".ivecs" && index->next_id() - 1 > std::numeric_limits<int32_t>::max())
     bad("--ids: .ivecs holds int32 ids but the index holds larger ones; use .npy (int64)");

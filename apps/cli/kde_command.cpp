@@ -44,7 +44,8 @@ std::optional<double> parse_sigma(const std::string& text) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (text.empty() || used != text.size()) bad("--bandwidth: '" + text + "' is neither a number nor scott / silverman");
+  if (text.empty() || used != text.size())
+    bad("--bandwidth: " + simkit::quoted(text) + " is neither a number nor scott / silverman");
   if (!(std::isfinite(sigma) && sigma > 0)) bad("--bandwidth must be a finite sigma > 0, got " + text);
   return sigma;
 }
@@ -63,19 +64,19 @@ void run_kde(const KdeOptions& o) {
   const Matrix<float> X = read_points(o.data, "--data");
   const Matrix<float> Y = read_points(o.at, "--at");
   if (Y.cols() != X.cols())
-    bad("dimension mismatch: --at '" + o.at + "' has d = " + std::to_string(Y.cols()) + ", --data '" + o.data +
-        "' has d = " + std::to_string(X.cols()));
+    bad("dimension mismatch: --at " + quoted_path(o.at) + " has d = " + std::to_string(Y.cols()) + ", --data " +
+        quoted_path(o.data) + " has d = " + std::to_string(X.cols()));
   // Checked here so that the message names this command's options, not the library's.
   for (int64_t i = 0; i < X.size(); ++i)
-    if (!std::isfinite(X.view().data[i])) bad("--data: '" + o.data + "' holds NaN or Inf");
+    if (!std::isfinite(X.view().data[i])) bad("--data: " + quoted_path(o.data) + " holds NaN or Inf");
   for (int64_t i = 0; i < Y.size(); ++i)
-    if (!std::isfinite(Y.view().data[i])) bad("--at: '" + o.at + "' holds NaN or Inf");
+    if (!std::isfinite(Y.view().data[i])) bad("--at: " + quoted_path(o.at) + " holds NaN or Inf");
   const int64_t n = X.rows(), d = X.cols();
   std::vector<double> w(static_cast<size_t>(n), 1.0 / double(n));
   if (!o.weights.empty()) {
     w = read_f64_vector(o.weights, "--weights");
     if (static_cast<int64_t>(w.size()) != n)
-      bad("--weights: '" + o.weights + "' holds " + std::to_string(w.size()) + " weights but --data has " +
+      bad("--weights: " + quoted_path(o.weights) + " holds " + std::to_string(w.size()) + " weights but --data has " +
           std::to_string(n) + " rows");
     double sum = 0;
     for (size_t i = 0; i < w.size(); ++i) {

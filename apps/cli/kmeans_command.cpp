@@ -32,7 +32,7 @@ struct KmeansOptions {
 KmeansInit parse_init(const std::string& name) {
   if (name == "kmeans++") return KmeansInit::kmeans_plus_plus;
   if (name == "random") return KmeansInit::random;
-  bad("--init: unknown '" + name + "' (expected kmeans++ or random)");
+  bad("--init: unknown " + simkit::quoted(name) + " (expected kmeans++ or random)");
 }
 
 void run_kmeans(const KmeansOptions& o) {

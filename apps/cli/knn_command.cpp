@@ -46,11 +46,11 @@ void run_knn(const KnnOptions& o) {
   const Matrix<float> X = read_points(o.base, "--base");
   const Matrix<float> Q = read_points(o.queries, "--queries");
   if (Q.cols() != X.cols())
-    bad("dimension mismatch: --queries '" + o.queries + "' has d = " + std::to_string(Q.cols()) + ", --base '" +
-        o.base + "' has d = " + std::to_string(X.cols()));
+    bad("dimension mismatch: --queries " + quoted_path(o.queries) + " has d = " + std::to_string(Q.cols()) +
+        ", --base " + quoted_path(o.base) + " has d = " + std::to_string(X.cols()));
   if (o.k > X.rows())
-    bad("-k " + std::to_string(o.k) + " exceeds the " + std::to_string(X.rows()) + " vectors in --base '" + o.base +
-        "'");
+    bad("-k " + std::to_string(o.k) + " exceeds the " + std::to_string(X.rows()) + " vectors in --base " +
+        quoted_path(o.base));
   if (extension_of(o.ids) == ".ivecs" && X.rows() - 1 > std::numeric_limits<int32_t>::max())
     bad("--ids: .ivecs holds int32 ids but --base has " + with_commas(X.rows()) + " rows; use .npy (int64)");
   std::optional<Matrix<int64_t>> truth;

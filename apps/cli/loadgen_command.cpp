@@ -440,10 +440,10 @@ void ensure_descriptors(int64_t connections) {
 void write_text(const std::string& path, const std::string& text) {
   write_atomically(path, [&](const std::string& tmp) {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(ErrorCode::io, "cannot open '" + tmp + "' for writing");
+    if (!f) throw Error(ErrorCode::io, "cannot open " + quoted_path(tmp) + " for writing");
     f << text;
     f.flush();
-    if (!f) throw Error(ErrorCode::io, "could not write '" + tmp + "'");
+    if (!f) throw Error(ErrorCode::io, "could not write " + quoted_path(tmp));
   });
 }
 
@@ -504,7 +504,7 @@ void run_loadgen(LoadgenOptions o) {
     tcp::resolver resolver(ioc);
     error_code ec;
     endpoints = resolver.resolve(target.host, target.port, ec);
-    if (ec) throw Error(ErrorCode::io, "cannot resolve '" + target.host + "': " + describe(ec));
+    if (ec) throw Error(ErrorCode::io, "cannot resolve " + simkit::quoted(target.host) + ": " + describe(ec));
   }
   if (o.collection.empty()) o.collection = only_collection(ioc, endpoints, target, o.api_key);
   const std::vector<std::string> requests =

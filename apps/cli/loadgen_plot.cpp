@@ -14,6 +14,7 @@
 
 #include <simkit/error.hpp>
 
+#include "cli_support.hpp"
 #include "loadgen_plot_script.hpp"
 
 extern char** environ;
@@ -76,7 +77,7 @@ void plot_latency(const std::string& csv, const std::string& image, double warmu
   fs::remove(name, ignored);
   if (status != 0)
     throw Error(ErrorCode::io,
-                "--plot: drawing '" + image + "' failed (python3 exited " + std::to_string(status) + ")");
+                "--plot: drawing " + quoted_path(image) + " failed (python3 exited " + std::to_string(status) + ")");
 }
 
 }  // namespace simkit::cli::loadgen

@@ -77,8 +77,8 @@ std::string only_collection(asio::io_context& ioc, const tcp::resolver::results_
   if (!api_key.empty()) request += "api-key: " + api_key + "\r\n";
   const Reply r = exchange(ioc, endpoints, request + "\r\n", target.host_header, std::chrono::seconds(10));
   if (r.status != 200)
-    bad("--collection not given, and GET /collections answered HTTP " + std::to_string(r.status) + " " + r.reason +
-        ": name the collection");
+    bad("--collection not given, and GET /collections answered HTTP " + std::to_string(r.status) + " " +
+        simkit::quoted(r.reason) + ": name the collection");
   std::vector<std::string> names;
   const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_object() && j.contains("result") && j["result"].is_object() && j["result"].contains("collections") &&
@@ -87,7 +87,7 @@ std::string only_collection(asio::io_context& ioc, const tcp::resolver::results_
       if (c.is_object() && c.contains("name") && c["name"].is_string()) names.push_back(c["name"].get<std::string>());
   if (names.size() == 1) return names.front();
   std::string list;
-  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + simkit::quoted(n);
   bad(names.empty() ? "--collection not given, and the server lists no collection"
                     : "--collection not given, and the server has " + std::to_string(names.size()) + " collections (" +
                           list + "): name one");
@@ -96,15 +96,13 @@ std::string only_collection(asio::io_context& ioc, const tcp::resolver::results_
 void probe(asio::io_context& ioc, const tcp::resolver::results_type& endpoints, const std::string& request,
            const std::string& where) {
   Reply r = exchange(ioc, endpoints, request, where, std::chrono::seconds(10));
-  std::string body = r.body.substr(0, 300);
-  for (char& ch : body)
-    if (ch == '\n' || ch == '\r') ch = ' ';
+  const std::string body = r.body.empty() ? "" : simkit::quoted(r.body, 300);
   if (r.status >= 400 && r.status < 500 && r.status != 429)
-    bad("the server refused a first search request: HTTP " + std::to_string(r.status) + " " + r.reason +
+    bad("the server refused a first search request: HTTP " + std::to_string(r.status) + " " + simkit::quoted(r.reason) +
         (body.empty() ? "" : ": " + body));
   if (r.status != 200)
     std::fprintf(stderr, "simkit loadgen: note: a first search request got HTTP %d %s; running anyway\n", r.status,
-                 r.reason.c_str());
+                 simkit::quoted(r.reason).c_str());
 }
 
 std::optional<BatchHistogram> read_batch_histogram(asio::io_context& ioc, const tcp::resolver::results_type& endpoints,

@@ -94,47 +94,51 @@ std::string fixed(double v, int decimals) {
 Target parse_url(const std::string& url) {
   const std::string scheme_end = "://";
   const size_t colon = url.find(scheme_end);
-  if (colon == std::string::npos) bad("--url '" + url + "' has no scheme; expected http://HOST:PORT");
+  if (colon == std::string::npos) bad("--url " + simkit::quoted(url) + " has no scheme; expected http://HOST:PORT");
   const std::string scheme = lower(url.substr(0, colon));
-  if (scheme == "https") bad("--url '" + url + "': https is not supported, only plain http://HOST:PORT");
-  if (scheme != "http") bad("--url '" + url + "': scheme '" + scheme + "' is not supported, expected http://HOST:PORT");
+  if (scheme == "https") bad("--url " + simkit::quoted(url) + ": https is not supported, only plain http://HOST:PORT");
+  if (scheme != "http")
+    bad("--url " + simkit::quoted(url) + ": scheme " + simkit::quoted(scheme) +
+        " is not supported, expected http://HOST:PORT");
   std::string rest = url.substr(colon + scheme_end.size());
   const size_t path_at = rest.find_first_of("/?#");
   std::string authority = rest.substr(0, path_at);
   std::string path = path_at == std::string::npos ? "" : rest.substr(path_at);
   if (path.find_first_of("?#") != std::string::npos)
-    bad("--url '" + url + "': a query or fragment is not allowed (expected http://HOST:PORT[/PREFIX])");
-  if (authority.find('@') != std::string::npos) bad("--url '" + url + "': user information is not supported");
-  if (authority.empty()) bad("--url '" + url + "' has no host");
+    bad("--url " + simkit::quoted(url) + ": a query or fragment is not allowed (expected http://HOST:PORT[/PREFIX])");
+  if (authority.find('@') != std::string::npos)
+    bad("--url " + simkit::quoted(url) + ": user information is not supported");
+  if (authority.empty()) bad("--url " + simkit::quoted(url) + " has no host");
 
   Target t;
   std::string port;
   if (authority.front() == '[') {  // [IPv6]:port
     const size_t close = authority.find(']');
-    if (close == std::string::npos) bad("--url '" + url + "': unterminated '[' in the host");
+    if (close == std::string::npos) bad("--url " + simkit::quoted(url) + ": unterminated '[' in the host");
     t.host = authority.substr(1, close - 1);
     const std::string after = authority.substr(close + 1);
     if (!after.empty()) {
-      if (after.front() != ':') bad("--url '" + url + "': unexpected '" + after + "' after the host");
+      if (after.front() != ':')
+        bad("--url " + simkit::quoted(url) + ": unexpected " + simkit::quoted(after) + " after the host");
       port = after.substr(1);
-      if (port.empty()) bad("--url '" + url + "': empty port");
+      if (port.empty()) bad("--url " + simkit::quoted(url) + ": empty port");
     }
   } else {
     const size_t c = authority.rfind(':');
     t.host = authority.substr(0, c);
     if (c != std::string::npos) {
       port = authority.substr(c + 1);
-      if (port.empty()) bad("--url '" + url + "': empty port");
+      if (port.empty()) bad("--url " + simkit::quoted(url) + ": empty port");
     }
     if (t.host.find(':') != std::string::npos)
-      bad("--url '" + url + "': an IPv6 address must be in brackets, as in http://[::1]:8080");
+      bad("--url " + simkit::quoted(url) + ": an IPv6 address must be in brackets, as in http://[::1]:8080");
   }
-  if (t.host.empty()) bad("--url '" + url + "' has no host");
+  if (t.host.empty()) bad("--url " + simkit::quoted(url) + " has no host");
   if (!port.empty()) {
     int value = 0;
     const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
     if (ec != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535)
-      bad("--url '" + url + "': port '" + port + "' is not a number in 1..65535");
+      bad("--url " + simkit::quoted(url) + ": port " + simkit::quoted(port) + " is not a number in 1..65535");
     t.port = std::to_string(value);
   } else {
     t.port = "80";
@@ -151,7 +155,7 @@ Pattern parse_pattern(const std::string& name) {
   if (name == "constant") return Pattern::constant;
   if (name == "poisson") return Pattern::poisson;
   if (name == "random") return Pattern::random;
-  bad("unknown --pattern '" + name + "' (expected constant, poisson or random)");
+  bad("unknown --pattern " + simkit::quoted(name) + " (expected constant, poisson or random)");
 }
 
 const char* to_string(Pattern p) noexcept {
@@ -512,7 +516,7 @@ std::string json_document(const Summary& s, const RunInfo& info) {
 void write_csv(const std::string& path, const std::vector<Record>& records) {
   write_atomically(path, [&](const std::string& tmp) {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(ErrorCode::io, "cannot open '" + tmp + "' for writing");
+    if (!f) throw Error(ErrorCode::io, "cannot open " + quoted_path(tmp) + " for writing");
     std::string chunk = "scheduled_s,sent_s,latency_ms,status\n";
     for (const Record& r : records) {
       if (r.outcome == Outcome::not_sent) continue;
@@ -531,7 +535,7 @@ void write_csv(const std::string& path, const std::vector<Record>& records) {
     }
     f.write(chunk.data(), std::streamsize(chunk.size()));
     f.flush();
-    if (!f) throw Error(ErrorCode::io, "could not write '" + tmp + "'");
+    if (!f) throw Error(ErrorCode::io, "could not write " + quoted_path(tmp));
   });
 }
 

@@ -46,6 +46,18 @@ void prepare_runtime_environment(int argc, char** argv) {
   if (changed) execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are
 }
 
+// The text of an error as one safe line: simkit's messages already show what came from a file
+// or the command line through simkit::quoted, but CLI11's (e.g. "Could not convert: -k = ...")
+// and other libraries' repeat it raw. A message holding a control character, a C1 control or
+// bytes that are not UTF-8 is therefore shown quoted, escaped and cut as a whole.
+std::string one_line(const std::string& what) {
+  // quoted() changes nothing but quotes and backslashes in text a terminal shows as it is.
+  std::string plain;
+  for (const char c : what)
+    if (c != '\'' && c != '\\') plain += c;
+  return simkit::quoted(plain, plain.size()) == "'" + plain + "'" ? what : simkit::quoted(what, 300);
+}
+
 // CLI11's own errors become the same single line as simkit's, with a pointer to the --help of
 // the subcommand that was being parsed.
 std::string parse_failure(const CLI::App* app, const CLI::Error& e) {
@@ -55,14 +67,14 @@ std::string parse_failure(const CLI::App* app, const CLI::Error& e) {
     sub = sub->get_subcommands().back();
     where += " " + sub->get_name();
   }
-  std::string what = e.what();
+  std::string what = one_line(e.what());
   // CLI11 checks for a missing subcommand before it reports unexpected words, so a mistyped
   // command would read "A subcommand is required"; name the word instead.
   const std::vector<std::string> extra = sub->remaining();
   if (dynamic_cast<const CLI::RequiredError*>(&e) && !extra.empty() && sub->get_require_subcommand_min() > 0) {
     std::string names;
     for (const CLI::App* c : sub->get_subcommands({})) names += (names.empty() ? "" : ", ") + c->get_name();
-    what = "unknown command '" + extra.front() + "' (expected one of: " + names + ")";
+    what = "unknown command " + simkit::quoted(extra.front()) + " (expected one of: " + names + ")";
   }
   return "simkit: error: " + what + " (see '" + where + " --help')\n";
 }
@@ -123,7 +135,7 @@ int main(int argc, char** argv) {
     return code == static_cast<int>(CLI::ExitCodes::Success) ? 0 : 2;
   } catch (const simkit::Error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "simkit: error: %s\n", e.what());
+    std::fprintf(stderr, "simkit: error: %s\n", one_line(e.what()).c_str());
     return simkit::cli::exit_status(e.code());
   } catch (const std::bad_alloc&) {
     std::fflush(stdout);
@@ -131,7 +143,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "simkit: error: %s\n", e.what());
+    std::fprintf(stderr, "simkit: error: %s\n", one_line(e.what()).c_str());
     return 1;
   }
   return 0;

@@ -18,7 +18,7 @@ namespace simkit::cli {
 namespace {
 
 [[noreturn]] void fail(ErrorCode code, std::string_view option, const std::string& path, const std::string& what) {
-  throw Error(code, std::string(option) + ": '" + path + "': " + what);
+  throw Error(code, std::string(option) + ": " + quoted_path(path) + ": " + what);
 }
 
 std::vector<double> checked(std::vector<double> v, std::string_view option, const std::string& path) {
@@ -56,7 +56,7 @@ bool parse_float_header(const std::string& dict, bool& is_f8, int64_t& count, st
   } else if (dims.size() == 2 && (dims[0] == 1 || dims[1] == 1)) {
     count = dims[0] * dims[1];
   } else {
-    why = "shape (" + shape + ") is not a vector (expected (n,), (n, 1) or (1, n))";
+    why = "shape " + simkit::quoted("(" + shape + ")") + " is not a vector (expected (n,), (n, 1) or (1, n))";
   }
   return true;
 }
@@ -72,7 +72,7 @@ void write_f64_column(const std::string& path, const std::vector<double>& values
   header += '\n';
   write_atomically(path, [&](const std::string& tmp) {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(ErrorCode::io, "cannot open '" + tmp + "' for writing");
+    if (!f) throw Error(ErrorCode::io, "cannot open " + quoted_path(tmp) + " for writing");
     const uint16_t len = static_cast<uint16_t>(header.size());
     const char preamble[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, char(len & 0xff), char(len >> 8)};
     f.write(preamble, sizeof preamble);
@@ -80,7 +80,7 @@ void write_f64_column(const std::string& path, const std::vector<double>& values
     // Little-endian hosts only (as the library's own writers assume).
     f.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(double)));
     f.flush();
-    if (!f) throw Error(ErrorCode::io, "could not write '" + path + "'");
+    if (!f) throw Error(ErrorCode::io, "could not write " + quoted_path(path));
   });
 }
 

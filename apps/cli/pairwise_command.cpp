@@ -37,9 +37,9 @@ void run_pairwise(const PairwiseOptions& o) {
   const Matrix<float> Q = read_points(o.queries, "--queries");
   const double read_s = seconds_since(t0);
   if (Q.cols() != X.cols())
-    throw Error(ErrorCode::invalid_argument, "dimension mismatch: --queries '" + o.queries +
-                                                 "' has d = " + std::to_string(Q.cols()) + ", --base '" + o.base +
-                                                 "' has d = " + std::to_string(X.cols()));
+    throw Error(ErrorCode::invalid_argument, "dimension mismatch: --queries " + quoted_path(o.queries) +
+                                                 " has d = " + std::to_string(Q.cols()) + ", --base " +
+                                                 quoted_path(o.base) + " has d = " + std::to_string(X.cols()));
 
   Matrix<float> S;
   try {

@@ -19,10 +19,10 @@ Matrix<int64_t> read_truth(const std::string& path, int64_t m, int64_t k) {
     throw Error(e.code(), "--truth: " + std::string(e.what()));
   }
   if (t.rows() != m)
-    bad("--truth: '" + path + "' has " + std::to_string(t.rows()) + " rows but there are " + std::to_string(m) +
-        " queries");
+    bad("--truth: " + quoted_path(path) + " has " + std::to_string(t.rows()) + " rows but there are " +
+        std::to_string(m) + " queries");
   if (t.cols() < k)
-    bad("--truth: '" + path + "' has " + std::to_string(t.cols()) +
+    bad("--truth: " + quoted_path(path) + " has " + std::to_string(t.cols()) +
         " neighbours per query, fewer than k = " + std::to_string(k));
   return t;
 }

@@ -18,7 +18,7 @@ Device parse_device(const std::string& name) {
   if (name == "cpu") return Device::cpu;
   if (name == "gpu") return Device::gpu;
   if (name == "auto") return Device::automatic;
-  throw Error(ErrorCode::invalid_argument, "unknown device '" + name + "' (expected cpu, gpu or auto)");
+  throw Error(ErrorCode::invalid_argument, "unknown device " + simkit::quoted(name) + " (expected cpu, gpu or auto)");
 }
 
 const char* to_string(Device d) noexcept {

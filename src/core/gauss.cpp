@@ -64,7 +64,7 @@ GaussMethod parse_gauss_method(const std::string& name) {
   if (name == "ifgt") return GaussMethod::ifgt;
   if (name == "auto") return GaussMethod::automatic;
   throw Error(ErrorCode::invalid_argument,
-              "unknown Gauss transform method '" + name + "' (expected direct, ifgt or auto)");
+              "unknown Gauss transform method " + simkit::quoted(name) + " (expected direct, ifgt or auto)");
 }
 
 const char* to_string(GaussMethod method) noexcept {

@@ -15,10 +15,13 @@
 
 #include <simkit/error.hpp>
 
+#include "core/quoted_path.hpp"
 #include "npy.hpp"
 #include "vecs.hpp"
 
 namespace simkit {
+
+using detail::quoted_path;
 
 namespace {
 
@@ -35,7 +38,8 @@ Format format_of(const std::string& path) {
   if (ext == ".ivecs") return Format::ivecs;
   if (ext == ".bvecs") return Format::bvecs;
   throw Error(ErrorCode::invalid_argument,
-              path + ": " + (ext.empty() ? std::string("no file extension") : "unknown file extension '" + ext + "'") +
+              quoted_path(path) + ": " +
+                  (ext.empty() ? std::string("no file extension") : "unknown file extension " + simkit::quoted(ext)) +
                   "; supported: .npy, .fvecs, .ivecs, .bvecs");
 }
 
@@ -50,28 +54,30 @@ detail::vecs::Kind kind_of(Format f) {
 std::ifstream open_input(const std::string& path, uint64_t& size) {
   errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::io, path + ": cannot open: " + std::strerror(errno ? errno : EIO));
+  if (!in) throw Error(ErrorCode::io, quoted_path(path) + ": cannot open: " + std::strerror(errno ? errno : EIO));
   // Opening a directory for reading succeeds on Linux; only reading from it fails, so ask first.
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (ec) throw Error(ErrorCode::io, path + ": cannot open: " + ec.message());
-  if (fs::is_directory(st)) throw Error(ErrorCode::io, path + ": cannot open: " + std::strerror(EISDIR));
+  if (ec) throw Error(ErrorCode::io, quoted_path(path) + ": cannot open: " + ec.message());
+  if (fs::is_directory(st)) throw Error(ErrorCode::io, quoted_path(path) + ": cannot open: " + std::strerror(EISDIR));
   if (!fs::is_regular_file(st))
-    throw Error(ErrorCode::io, path + ": cannot open: not a regular file (its size must be known to check the header)");
+    throw Error(ErrorCode::io,
+                quoted_path(path) + ": cannot open: not a regular file (its size must be known to check the header)");
   size = fs::file_size(path, ec);
-  if (ec) throw Error(ErrorCode::io, path + ": cannot open: " + ec.message());
+  if (ec) throw Error(ErrorCode::io, quoted_path(path) + ": cannot open: " + ec.message());
   return in;
 }
 
 template <class T>
 void check_host(MatrixView<const T> m, const std::string& path) {
   if (m.where != Memory::host)
-    throw Error(ErrorCode::invalid_argument, path + ": cannot write a device matrix; copy it to the host first");
+    throw Error(ErrorCode::invalid_argument,
+                quoted_path(path) + ": cannot write a device matrix; copy it to the host first");
   if (m.rows < 0 || m.cols < 0)
     throw Error(ErrorCode::invalid_argument,
-                path + ": negative shape " + std::to_string(m.rows) + " x " + std::to_string(m.cols));
+                quoted_path(path) + ": negative shape " + std::to_string(m.rows) + " x " + std::to_string(m.cols));
   if (m.data == nullptr && m.size() > 0)
-    throw Error(ErrorCode::invalid_argument, path + ": the matrix has a null data pointer");
+    throw Error(ErrorCode::invalid_argument, quoted_path(path) + ": the matrix has a null data pointer");
 }
 
 // Runs `body` on a binary stream opened on the temporary path; closing is checked too, since a
@@ -82,11 +88,11 @@ void write_stream(const std::string& path, Body body) {
     errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      throw Error(ErrorCode::io,
-                  path + ": cannot open a temporary file for writing: " + std::strerror(errno ? errno : EIO));
+      throw Error(ErrorCode::io, quoted_path(path) + ": cannot open a temporary file for writing: " +
+                                     std::strerror(errno ? errno : EIO));
     body(out);
     out.close();
-    if (!out) throw Error(ErrorCode::io, path + ": write failed while closing the file");
+    if (!out) throw Error(ErrorCode::io, quoted_path(path) + ": write failed while closing the file");
   });
 }
 
@@ -103,7 +109,7 @@ Matrix<float> read_matrix(const std::string& path) {
 Matrix<int64_t> read_ids(const std::string& path) {
   const Format f = format_of(path);
   if (f == Format::fvecs || f == Format::bvecs)
-    throw Error(ErrorCode::invalid_argument, path + ": ids are read from .ivecs or an integer .npy file");
+    throw Error(ErrorCode::invalid_argument, quoted_path(path) + ": ids are read from .ivecs or an integer .npy file");
   uint64_t size = 0;
   std::ifstream in = open_input(path, size);
   if (f == Format::npy) return detail::npy::read_ints(in, size, path);
@@ -125,7 +131,7 @@ void write_matrix(const std::string& path, MatrixView<const float> m) {
 void write_ids(const std::string& path, MatrixView<const int64_t> ids) {
   const Format f = format_of(path);
   if (f == Format::fvecs || f == Format::bvecs)
-    throw Error(ErrorCode::invalid_argument, path + ": ids are written to .ivecs (int32) or .npy (int64)");
+    throw Error(ErrorCode::invalid_argument, quoted_path(path) + ": ids are written to .ivecs (int32) or .npy (int64)");
   check_host(ids, path);
   if (f == Format::npy) {
     write_stream(path, [&](std::ostream& out) { detail::npy::write_ints(out, ids, path); });
@@ -143,9 +149,10 @@ void write_atomically(const std::string& path, const std::function<void(const st
   std::error_code ec;
   const fs::file_status dir_status = fs::status(dir, ec);
   if (!fs::is_directory(dir_status))
-    throw Error(ErrorCode::io, path + ": cannot write: directory '" + dir.string() + "' " +
+    throw Error(ErrorCode::io, quoted_path(path) + ": cannot write: directory " + quoted_path(dir.string()) + " " +
                                    (fs::exists(dir_status) ? "is not a directory" : "does not exist"));
-  if (fs::is_directory(fs::status(target, ec))) throw Error(ErrorCode::io, path + ": cannot write: it is a directory");
+  if (fs::is_directory(fs::status(target, ec)))
+    throw Error(ErrorCode::io, quoted_path(path) + ": cannot write: it is a directory");
 
   // The temporary lives in the target's directory so the rename cannot cross file systems. The
   // name is reserved with O_EXCL: pid + counter make clashes unlikely, O_EXCL makes them harmless.
@@ -162,8 +169,8 @@ void write_atomically(const std::string& path, const std::function<void(const st
       break;
     }
     if (errno != EEXIST || attempt >= 100)
-      throw Error(ErrorCode::io,
-                  path + ": cannot create a temporary file in '" + dir.string() + "': " + std::strerror(errno));
+      throw Error(ErrorCode::io, quoted_path(path) + ": cannot create a temporary file in " +
+                                     quoted_path(dir.string()) + ": " + std::strerror(errno));
   }
 
   try {
@@ -176,7 +183,7 @@ void write_atomically(const std::string& path, const std::function<void(const st
   if (ec) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
-    throw Error(ErrorCode::io, path + ": cannot move the finished file into place: " + ec.message());
+    throw Error(ErrorCode::io, quoted_path(path) + ": cannot move the finished file into place: " + ec.message());
   }
 }
 

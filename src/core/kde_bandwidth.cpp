@@ -12,7 +12,7 @@ namespace simkit {
 BandwidthRule parse_bandwidth_rule(const std::string& name) {
   if (name == "scott") return BandwidthRule::scott;
   if (name == "silverman") return BandwidthRule::silverman;
-  throw Error(ErrorCode::invalid_argument, "bandwidth rule must be scott or silverman, got '" + name + "'");
+  throw Error(ErrorCode::invalid_argument, "bandwidth rule must be scott or silverman, got " + simkit::quoted(name));
 }
 
 double kde_bandwidth(MatrixView<const float> X, BandwidthRule rule) {

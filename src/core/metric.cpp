@@ -26,8 +26,8 @@ const char* to_string(Metric m) noexcept {
 Metric parse_metric(std::string_view name) {
   for (Metric m : kAll)
     if (name == to_string(m)) return m;
-  throw Error(ErrorCode::invalid_argument, "unknown metric '" + std::string(name) +
-                                               "' (expected one of: l2, sqeuclidean, cosine, dot, pearson, l1)");
+  throw Error(ErrorCode::invalid_argument, "unknown metric " + simkit::quoted(name) +
+                                               " (expected one of: l2, sqeuclidean, cosine, dot, pearson, l1)");
 }
 
 }  // namespace simkit

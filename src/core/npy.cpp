@@ -15,6 +15,8 @@
 
 #include <simkit/error.hpp>
 
+#include "core/quoted_path.hpp"
+
 // The data bytes are copied straight into host memory, which is only right on a little-endian host.
 static_assert(std::endian::native == std::endian::little, "simkit's file formats assume a little-endian host");
 
@@ -27,7 +29,7 @@ constexpr size_t kMagicLen = 6;
 constexpr int64_t kExactFloatInt = int64_t{1} << 24;  // every integer of magnitude <= 2^24 is exact in float32
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg) {
-  throw Error(ErrorCode::io, path + ": " + msg);
+  throw Error(ErrorCode::io, quoted_path(path) + ": " + msg);
 }
 
 void read_exact(std::istream& in, void* dst, uint64_t bytes, const std::string& path) {
@@ -86,12 +88,12 @@ Dtype parse_descr(const std::string& descr, const std::string& path) {
   for (const auto& [name, type] : kCodes) {
     if (code != name) continue;
     if (order == '>' && item_size(type) > 1)
-      fail(path, "big-endian data ('" + descr + "') is not supported; save it little-endian, e.g. arr.astype('<" +
-                     std::string(code) + "')");
+      fail(path, "big-endian data (" + simkit::quoted(descr) +
+                     ") is not supported; save it little-endian, e.g. arr.astype('<" + std::string(code) + "')");
     return type;
   }
-  fail(path, "unsupported dtype '" + descr +
-                 "'; simkit reads float16, float32, float64 and 8/16/32/64-bit integers (little-endian)");
+  fail(path, "unsupported dtype " + simkit::quoted(descr) +
+                 "; simkit reads float16, float32, float64 and 8/16/32/64-bit integers (little-endian)");
 }
 
 // A reader for the one Python literal NumPy writes as the header: a dict of three keys whose values
@@ -123,13 +125,13 @@ class HeaderParser {
         shape = tuple();
         have_shape = true;
       } else {
-        bad("unexpected key '" + key + "'");
+        bad("unexpected key " + simkit::quoted(key));
       }
       skip_space();
       if (peek() == ',')
         ++pos_;
       else if (peek() != '}')
-        bad("expected ',' or '}' after the value of '" + key + "'");
+        bad("expected ',' or '}' after the value of " + simkit::quoted(key));
     }
     ++pos_;
     while (pos_ < s_.size() && is_space(s_[pos_])) ++pos_;
@@ -248,8 +250,8 @@ Matrix<Out> allocate(const Header& h, const std::string& path) {
   try {
     return Matrix<Out>(h.rows, h.cols);
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::out_of_memory,
-                path + ": cannot allocate " + std::to_string(h.rows) + " x " + std::to_string(h.cols) + " elements");
+    throw Error(ErrorCode::out_of_memory, quoted_path(path) + ": cannot allocate " + std::to_string(h.rows) + " x " +
+                                              std::to_string(h.cols) + " elements");
   }
 }
 
@@ -434,8 +436,8 @@ Matrix<int64_t> read_ints(std::istream& in, uint64_t file_size, const std::strin
     case Dtype::f2:
     case Dtype::f4:
     case Dtype::f8:
-      fail(path,
-           std::string("ids must be integers, but the file holds ") + dtype_name(h.dtype) + " ('" + h.descr + "')");
+      fail(path, std::string("ids must be integers, but the file holds ") + dtype_name(h.dtype) + " (" +
+                     simkit::quoted(h.descr) + ")");
     case Dtype::i1: return ints_to_ints<int8_t>(in, h, path);
     case Dtype::u1: return ints_to_ints<uint8_t>(in, h, path);
     case Dtype::i2: return ints_to_ints<int16_t>(in, h, path);

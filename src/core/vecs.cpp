@@ -13,6 +13,8 @@
 
 #include <simkit/error.hpp>
 
+#include "core/quoted_path.hpp"
+
 static_assert(std::endian::native == std::endian::little, "simkit's file formats assume a little-endian host");
 
 namespace simkit::detail::vecs {
@@ -23,10 +25,10 @@ constexpr uint64_t kChunkBytes = uint64_t{8} << 20;   // I/O granularity: large 
 constexpr int32_t kExactFloatInt = int32_t{1} << 24;  // every integer of magnitude <= 2^24 is exact in float32
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg) {
-  throw Error(ErrorCode::io, path + ": " + msg);
+  throw Error(ErrorCode::io, quoted_path(path) + ": " + msg);
 }
 [[noreturn]] void refuse(const std::string& path, const std::string& msg) {
-  throw Error(ErrorCode::invalid_argument, path + ": " + msg);
+  throw Error(ErrorCode::invalid_argument, quoted_path(path) + ": " + msg);
 }
 
 const char* extension(Kind kind) {
@@ -75,7 +77,7 @@ Matrix<Out> read_rows(std::istream& in, uint64_t file_size, const std::string& p
     m = Matrix<Out>(n, d);
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::out_of_memory,
-                path + ": cannot allocate " + std::to_string(n) + " x " + std::to_string(d) + " elements");
+                quoted_path(path) + ": cannot allocate " + std::to_string(n) + " x " + std::to_string(d) + " elements");
   }
 
   in.seekg(0);

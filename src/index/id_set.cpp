@@ -6,6 +6,7 @@
 #include <simkit/error.hpp>
 
 #include "core/expects.hpp"
+#include "core/quoted_path.hpp"
 
 namespace simkit::detail {
 
@@ -61,10 +62,10 @@ void IdSet::reset(std::vector<int64_t> ids, int64_t next, const std::string& fil
   std::sort(ids.begin(), ids.end());
   const auto dup = std::adjacent_find(ids.begin(), ids.end());
   if (dup != ids.end())
-    throw Error(ErrorCode::io,
-                "not a usable simkit index file: " + file + ": id " + std::to_string(*dup) + " is stored twice");
+    throw Error(ErrorCode::io, "not a usable simkit index file: " + quoted_path(file) + ": id " + std::to_string(*dup) +
+                                   " is stored twice");
   if (!ids.empty() && (ids.front() < 0 || next <= ids.back()))
-    throw Error(ErrorCode::io, "not a usable simkit index file: " + file + ": ids out of range");
+    throw Error(ErrorCode::io, "not a usable simkit index file: " + quoted_path(file) + ": ids out of range");
   sorted_ = std::move(ids);
   next_ = next;
 }

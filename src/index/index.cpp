@@ -10,6 +10,7 @@
 #include <simkit/error.hpp>
 
 #include "core/expects.hpp"
+#include "core/quoted_path.hpp"
 #include "index/flat_index.hpp"
 #include "index/index_file.hpp"
 #include "index/index_support.hpp"
@@ -37,8 +38,8 @@ int64_t parse_count(std::string_view description, std::string_view key, std::str
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   SIMKIT_EXPECTS(ec == std::errc{} && end == value.data() + value.size() && v >= lo && v <= hi, invalid_argument,
-                 "index description '", description, "': ", key, " must be an integer in [", lo, ", ", hi, "], got '",
-                 value, "'");
+                 "index description ", simkit::quoted(description), ": ", key, " must be an integer in [", lo, ", ", hi,
+                 "], got ", simkit::quoted(value));
   return v;
 }
 
@@ -48,12 +49,12 @@ template <class On>
 void for_each_pair(std::string_view description, const std::vector<std::string_view>& parts, const char* known, On on) {
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
-    SIMKIT_EXPECTS(eq != std::string_view::npos, invalid_argument, "index description '", description, "': '", parts[i],
-                   "' is not key=value");
+    SIMKIT_EXPECTS(eq != std::string_view::npos, invalid_argument, "index description ", simkit::quoted(description),
+                   ": ", simkit::quoted(parts[i]), " is not key=value");
     const std::string_view key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
     if (!on(key, value))
-      detail::raise(ErrorCode::invalid_argument, "index description '", description, "': unknown ", parts.front(),
-                    " parameter '", key, "' (known: ", known, ")");
+      detail::raise(ErrorCode::invalid_argument, "index description ", simkit::quoted(description), ": unknown ",
+                    parts.front(), " parameter ", simkit::quoted(key), " (known: ", known, ")");
   }
 }
 
@@ -61,8 +62,8 @@ double parse_width(std::string_view description, std::string_view value) {
   double v = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   SIMKIT_EXPECTS(ec == std::errc{} && end == value.data() + value.size() && std::isfinite(v) && v >= 0,
-                 invalid_argument, "index description '", description,
-                 "': width must be a finite number >= 0 (0: from the data), got '", value, "'");
+                 invalid_argument, "index description ", simkit::quoted(description),
+                 ": width must be a finite number >= 0 (0: from the data), got ", simkit::quoted(value));
   return v;
 }
 
@@ -100,8 +101,9 @@ IvfPqParams parse_ivf_pq(std::string_view description, const std::vector<std::st
                   } else if (key == "refine") {
                     p.refine = parse_count(description, key, value, 0, int64_t(1) << 20);
                   } else if (key == "refine_on") {
-                    SIMKIT_EXPECTS(value == "device" || value == "host", invalid_argument, "index description '",
-                                   description, "': refine_on must be device or host, got '", value, "'");
+                    SIMKIT_EXPECTS(value == "device" || value == "host", invalid_argument, "index description ",
+                                   simkit::quoted(description), ": refine_on must be device or host, got ",
+                                   simkit::quoted(value));
                     p.refine_on_device = value == "device";
                   } else {
                     return parse_cells_key(description, key, value, p);
@@ -160,15 +162,16 @@ std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Met
   const std::vector<std::string_view> parts = split(description, ',');
   const std::string_view kind = parts.front();
   if (kind == "flat") {
-    SIMKIT_EXPECTS(parts.size() == 1, invalid_argument, "index description '", description,
-                   "': flat takes no parameters");
+    SIMKIT_EXPECTS(parts.size() == 1, invalid_argument, "index description ", simkit::quoted(description),
+                   ": flat takes no parameters");
     return detail::make_flat_index(dim, metric);
   }
   if (kind == "ivf_flat") return detail::make_ivf_flat_index(dim, metric, parse_ivf_flat(description, parts));
   if (kind == "ivf_pq") return detail::make_ivf_pq_index(dim, metric, parse_ivf_pq(description, parts));
   if (kind == "lsh") return detail::make_lsh_index(dim, metric, parse_lsh(description, parts));
-  detail::raise(ErrorCode::invalid_argument, "unknown index type '", kind, "' in '", description,
-                "' (known: flat, ivf_flat[,nlist=N,nprobe=N|seed,...], ivf_pq[,nlist=N,m=N,refine=N,...], "
+  detail::raise(ErrorCode::invalid_argument, "unknown index type ", simkit::quoted(kind), " in ",
+                simkit::quoted(description),
+                " (known: flat, ivf_flat[,nlist=N,nprobe=N|seed,...], ivf_pq[,nlist=N,m=N,refine=N,...], "
                 "lsh[,tables=N,bits=N,probes=N,...])");
 }
 
@@ -179,7 +182,8 @@ std::unique_ptr<Index> load_index(const std::string& path) {
   if (type == "ivf_flat") return detail::load_ivf_flat_index(f, parse_saved(f, parse_ivf_flat));
   if (type == "ivf_pq") return detail::load_ivf_pq_index(f, parse_saved(f, parse_ivf_pq));
   if (type == "lsh") return detail::load_lsh_index(f, parse_saved(f, parse_lsh));
-  throw Error(ErrorCode::io, "not a usable simkit index file: " + path + ": unknown index type '" + type + "'");
+  throw Error(ErrorCode::io, "not a usable simkit index file: " + detail::quoted_path(path) + ": unknown index type " +
+                                 simkit::quoted(type));
 }
 
 }  // namespace simkit

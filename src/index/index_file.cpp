@@ -7,6 +7,8 @@
 #include <simkit/error.hpp>
 #include <simkit/io.hpp>
 
+#include "core/quoted_path.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -45,7 +47,7 @@ void put_u32(std::vector<unsigned char>& out, uint32_t v) {
 }
 
 [[noreturn]] void refuse(const std::string& path, const std::string& why) {
-  throw Error(ErrorCode::io, path + ": not a usable simkit index file: " + why);
+  throw Error(ErrorCode::io, quoted_path(path) + ": not a usable simkit index file: " + why);
 }
 
 /// Writes all of [data, data + bytes) to fd, feeding the checksum.
@@ -56,7 +58,7 @@ void write_all(int fd, const void* data, size_t bytes, Checksum64* sum, const st
     const ssize_t n = ::write(fd, p, std::min<size_t>(bytes, size_t(1) << 30));
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw Error(ErrorCode::io, path + ": write failed: " + std::strerror(errno));
+      throw Error(ErrorCode::io, quoted_path(path) + ": write failed: " + std::strerror(errno));
     }
     p += n;
     bytes -= size_t(n);
@@ -123,7 +125,7 @@ void IndexFileWriter::add_text(const std::string& name, const std::string& text)
 void IndexFileWriter::write(const std::string& path) const {
   write_atomically(path, [&](const std::string& tmp) {
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (fd < 0) throw Error(ErrorCode::io, path + ": cannot open for writing: " + std::strerror(errno));
+    if (fd < 0) throw Error(ErrorCode::io, quoted_path(path) + ": cannot open for writing: " + std::strerror(errno));
     try {
       Checksum64 sum;
       uint64_t total = 0;
@@ -147,12 +149,12 @@ void IndexFileWriter::write(const std::string& path) const {
       put_u64(tail, sum.digest());
       write_all(fd, tail.data(), tail.size(), nullptr, path);
       // On the disk before the rename makes it visible: a crash cannot expose a short file.
-      if (::fsync(fd) != 0) throw Error(ErrorCode::io, path + ": fsync failed: " + std::strerror(errno));
+      if (::fsync(fd) != 0) throw Error(ErrorCode::io, quoted_path(path) + ": fsync failed: " + std::strerror(errno));
     } catch (...) {
       ::close(fd);
       throw;
     }
-    if (::close(fd) != 0) throw Error(ErrorCode::io, path + ": close failed: " + std::strerror(errno));
+    if (::close(fd) != 0) throw Error(ErrorCode::io, quoted_path(path) + ": close failed: " + std::strerror(errno));
   });
   // The rename itself is durable once the directory is flushed.
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -168,11 +170,11 @@ IndexFile IndexFile::read(const std::string& path) {
   IndexFile f;
   f.path_ = path;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorCode::io, path + ": cannot open: " + std::strerror(errno));
+  if (fd < 0) throw Error(ErrorCode::io, quoted_path(path) + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(ErrorCode::io, path + ": not a regular file");
+    throw Error(ErrorCode::io, quoted_path(path) + ": not a regular file");
   }
   f.data_.resize(size_t(st.st_size));
   size_t got = 0;
@@ -181,7 +183,7 @@ IndexFile IndexFile::read(const std::string& path) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
-      throw Error(ErrorCode::io, path + ": read failed after " + std::to_string(got) + " bytes");
+      throw Error(ErrorCode::io, quoted_path(path) + ": read failed after " + std::to_string(got) + " bytes");
     }
     got += size_t(n);
   }
@@ -216,8 +218,9 @@ IndexFile IndexFile::read(const std::string& path) {
     at += name_bytes;
     const uint64_t bytes = load_u64(d.data() + at);
     at += 8;
-    if (bytes > end - at) refuse(path, "section '" + name + "' runs past the end");
-    if (!f.sections_.emplace(name, Span{at, size_t(bytes)}).second) refuse(path, "section '" + name + "' twice");
+    if (bytes > end - at) refuse(path, "section " + simkit::quoted(name) + " runs past the end");
+    if (!f.sections_.emplace(name, Span{at, size_t(bytes)}).second)
+      refuse(path, "section " + simkit::quoted(name) + " twice");
     at += size_t(bytes);
   }
   if (at != end) refuse(path, std::to_string(end - at) + " bytes after the last section");

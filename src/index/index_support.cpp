@@ -7,6 +7,7 @@
 
 #include "core/backend.hpp"
 #include "core/expects.hpp"
+#include "core/quoted_path.hpp"
 #include "core/validate.hpp"
 
 namespace simkit::detail {
@@ -69,17 +70,17 @@ void write_common(IndexFileWriter& w, const std::string& type, Metric metric, in
 }
 
 void refuse_file(const IndexFile& f, const std::string& reason) {
-  throw Error(ErrorCode::io, "not a usable simkit index file: " + f.path() + ": " + reason);
+  throw Error(ErrorCode::io, "not a usable simkit index file: " + quoted_path(f.path()) + ": " + reason);
 }
 
 CommonHeader read_common(const IndexFile& f, const std::string& type) {
   const std::string stored = f.text("type");
-  if (stored != type) refuse_file(f, "holds a '" + stored + "' index, not '" + type + "'");
+  if (stored != type) refuse_file(f, "holds a " + simkit::quoted(stored) + " index, not '" + type + "'");
   CommonHeader h{};
   try {
     h.metric = parse_metric(f.text("metric"));
   } catch (const Error&) {
-    refuse_file(f, "unknown metric '" + f.text("metric") + "'");
+    refuse_file(f, "unknown metric " + simkit::quoted(f.text("metric")));
   }
   const uint64_t dim = f.u64("dim"), size = f.u64("size"), next = f.u64("next_id");
   constexpr uint64_t kLimit = uint64_t(1) << 40;

@@ -63,6 +63,10 @@ bad "knn: empty base"             "empty|no vectors|0 rows"  -- K --base empty.f
 bad "knn: empty queries (.npy)"   "empty|npy|header|short"   -- K --base base.fvecs --queries empty.npy -k 1 --metric l2 --ids out.ivecs
 bad "knn: bad metric"             "metric 'euclid'"          -- K --base base.fvecs --queries q.fvecs -k 3 --metric euclid --ids out.ivecs
 bad "knn: bad device"             "device 'tpu'"             -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device tpu
+# A newline or an escape sequence in an argument is shown escaped, on the one line.
+bad "knn: metric with a newline"  "metric 'l2\\\\n\\\\x1b\\[2J'" -- K --base base.fvecs --queries q.fvecs -k 3 --metric $'l2\n\e[2J' --ids out.ivecs
+bad "knn: path with an escape"    "'q\\\\x1b\\[31m\\.fvecs'" -- K --base base.fvecs --queries $'q\e[31m.fvecs' -k 3 --metric l2 --ids out.ivecs
+bad "knn: -k with an escape"      "convert.*x1b"             -- K --base base.fvecs --queries q.fvecs -k $'3\e[2J' --metric l2 --ids out.ivecs
 bad "knn: truncated .fvecs"       "trunc"                    -- K --base trunc.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs
 bad "knn: mixed dimensions"       "mixed.fvecs"              -- K --base mixed.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs
 bad "knn: truncated .npy"         "trunc.npy"                -- K --base trunc.npy --queries q.fvecs -k 3 --metric l2 --ids out.ivecs

@@ -10,8 +10,8 @@ fail() {
 }
 
 # bad LABEL PATTERN -- COMMAND...: status 2, one line "simkit: error: ..." matching PATTERN
-# (case-insensitive extended regex), no out.* file and no staging file left in the work dir,
-# and $keep unchanged.
+# (case-insensitive extended regex) and free of raw control bytes, no out.* file and no staging
+# file left in the work dir, and $keep unchanged.
 bad() {
   local label=$1 pattern=$2
   shift 3
@@ -24,6 +24,8 @@ bad() {
   [ "$lines" -eq 1 ] || fail "$label: $lines stderr lines, expected 1: $(head -c 300 stderr.txt)"
   grep -q '^simkit: error: ' stderr.txt || fail "$label: stderr does not start with 'simkit: error: ': $(head -c 300 stderr.txt)"
   grep -qiE -- "$pattern" stderr.txt || fail "$label: stderr does not name the problem (/$pattern/): $(cat stderr.txt)"
+  # Text from a file or the command line reaches the line escaped, never as a raw control byte.
+  LC_ALL=C grep -q '[[:cntrl:]]' stderr.txt && fail "$label: stderr holds a raw control byte: $(od -c stderr.txt | head -5)"
   left=$(ls -A | grep -E '^\.?(out|keep)\.' | grep -vxF -e "$keep" -e keep.orig | tr '\n' ' ')
   [ -z "$left" ] || fail "$label: left files behind: $left"
   cmp -s "$keep" keep.orig || fail "$label: an existing output file was modified"

@@ -163,7 +163,7 @@ def test_without_collection_the_servers_only_one_is_searched(tmp_path: pathlib.P
     with StubServer(collections=("a", "b")) as stub:
         proc = subprocess.run([cli_path(), "loadgen", "--url", stub.url, "--queries", str(tmp_path / "q.npy"),
                                "--rate", "10", "--duration", "1"], capture_output=True, text=True, timeout=30)
-        assert proc.returncode != 0 and "2 collections (a, b)" in proc.stderr, proc.stderr
+        assert proc.returncode != 0 and "2 collections ('a', 'b')" in proc.stderr, proc.stderr
         assert stub.records == []
 
 
