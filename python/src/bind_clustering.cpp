@@ -45,7 +45,8 @@ Record kmeans_call(const InArray& X, int64_t k, const std::string& metric, const
   } else if (init == "random") {
     p.init = KmeansInit::random;
   } else {
-    throw Error(ErrorCode::invalid_argument, "init must be 'kmeans++', 'random' or a k x d array, got '" + init + "'");
+    throw Error(ErrorCode::invalid_argument,
+                "init must be 'kmeans++', 'random' or a k x d array, got " + simkit::quoted(init));
   }
   if (iterations < 0) throw Error(ErrorCode::invalid_argument, "iterations must be >= 0");
   p.max_iterations = iterations;

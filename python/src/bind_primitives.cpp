@@ -50,7 +50,7 @@ ScanOp parse_op(const std::string& op) {
   if (op == "product") return ScanOp::product;
   if (op == "min") return ScanOp::min;
   if (op == "max") return ScanOp::max;
-  bad("op must be 'sum', 'product', 'min' or 'max', got '" + op + "'");
+  bad("op must be 'sum', 'product', 'min' or 'max', got " + simkit::quoted(op));
 }
 
 Order parse_order(bool descending) { return descending ? Order::descending : Order::ascending; }
