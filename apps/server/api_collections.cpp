@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include <simkit/error.hpp>
@@ -227,10 +228,16 @@ void Api::recover_snapshot(Call& call) {
     if (!exists) fs::create_directories(staging);
     copy_durably(source, staged);
     try {
-      // The copy we will use, not the file that may change; payloads too, since searches send
-      // them as they are.
-      PointStore::check_file(staged, [this](int64_t id, const std::string& payload) {
-        check_stored_payload(id, payload, settings_.limits.payload);
+      // The copy we will use, not the file that may change; and each point as an upsert would
+      // check it, since the old collection is gone by the time the index is built from them.
+      PointStore::check_file(staged, [this](const StoredPoint& p) {
+        for (float x : p.vector)
+          if (!std::isfinite(x))
+            throw Error(ErrorCode::io, "point " + std::to_string(p.id) + "'s vector holds NaN or infinity");
+        if (!scores_stay_finite(p.vector))
+          throw Error(ErrorCode::io,
+                      "point " + std::to_string(p.id) + "'s vector is too long (squared norm past 2^125)");
+        if (!p.payload.empty()) check_stored_payload(p.id, p.payload, settings_.limits.payload);
       });
     } catch (const std::exception& e) {
       fs::remove_all(staging);

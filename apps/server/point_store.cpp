@@ -405,7 +405,7 @@ void PointStore::backup_to(const std::filesystem::path& dest) {
 }
 
 CollectionConfig PointStore::check_file(const std::filesystem::path& path,
-                                        const std::function<void(int64_t, const std::string&)>& check_payload) {
+                                        const std::function<void(const StoredPoint&)>& check_point) {
   sqlite3* db = open_connection(path, SQLITE_OPEN_READONLY);
   // Closed after every statement below is finalised (they are destroyed first), on every path:
   // closing with a statement open fails and leaves the file's descriptor open for good.
@@ -422,9 +422,15 @@ CollectionConfig PointStore::check_file(const std::filesystem::path& path,
     t.step();
     if (t.integer(0) != 2) throw Error(ErrorCode::io, name + " is not a simkit collection database (tables missing)");
   }
-  if (check_payload) {
-    Statement p(db, "SELECT id, payload FROM points WHERE payload IS NOT NULL AND payload != ''");
-    while (p.step()) check_payload(p.integer(0), p.text(1));
+  if (check_point) {
+    Statement p(db, "SELECT id, vector, payload FROM points");
+    while (p.step()) {
+      StoredPoint point;
+      point.id = p.integer(0);
+      point.vector = blob_vector(p, 1, c.dim);
+      point.payload = p.text(2);
+      check_point(point);
+    }
   }
   return c;
 }

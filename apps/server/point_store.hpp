@@ -88,9 +88,9 @@ class PointStore {
   /// time. `dest` is written under a temporary name, fsynced, then renamed.
   void backup_to(const std::filesystem::path& dest);
   /// Checks that `path` is a complete collection database (schema, integrity), and passes each
-  /// stored payload to `check_payload` (which throws to refuse it); returns its config.
+  /// stored point to `check_point` (which throws to refuse it); returns its config.
   static CollectionConfig check_file(const std::filesystem::path& path,
-                                     const std::function<void(int64_t, const std::string&)>& check_payload = {});
+                                     const std::function<void(const StoredPoint&)>& check_point = {});
 
  private:
   explicit PointStore(const std::filesystem::path& path);

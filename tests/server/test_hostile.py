@@ -218,13 +218,17 @@ def test_recover_refuses_a_snapshot_with_a_hostile_payload(serve: Any, rng: np.r
     setup_collection(c, rng, 5)
     snap = c.ok("POST", "/collections/h/snapshots")["name"]
     folder = s.data_dir / "snapshots" / "h"
-    for name, payload in [("deep.snapshot", '{"a":' + nested(100_000) + "}"),
-                          ("spaced.snapshot", '{"a": 1}'),
-                          ("array.snapshot", "[1,2]"),
-                          ("broken.snapshot", '{"a":')]:
+    nan = np.full(D, np.nan, dtype=np.float32).tobytes()
+    huge = np.full(D, 3e38, dtype=np.float32).tobytes()
+    for name, column, value in [("deep.snapshot", "payload", '{"a":' + nested(100_000) + "}"),
+                                ("spaced.snapshot", "payload", '{"a": 1}'),
+                                ("array.snapshot", "payload", "[1,2]"),
+                                ("broken.snapshot", "payload", '{"a":'),
+                                ("nan.snapshot", "vector", nan),
+                                ("huge.snapshot", "vector", huge)]:
         (folder / name).write_bytes((folder / snap).read_bytes())
         con = sqlite3.connect(folder / name)
-        con.execute("UPDATE points SET payload = ? WHERE id = 3", (payload,))
+        con.execute(f"UPDATE points SET {column} = ? WHERE id = 3", (value,))
         con.commit()
         con.close()
         status, _, b = c.put("/collections/h/snapshots/recover", {"location": name})
