@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh')
 else
-  mapfile -t files < <(find include src apps tests -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh')
+  mapfile -t files < <(find include src apps tests fuzz -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh')
 fi
 if [ "${1:-}" = --fix ]; then
   clang-format -i "${files[@]}"

@@ -18,6 +18,7 @@ packages=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev
   clang-format        # the formatting test (scripts/check-format.sh)
+  clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: libFuzzer + sanitizer runtimes, clang's OpenMP
   libboost1.81-dev libsqlite3-dev prometheus-cpp-dev  # `simkit serve`: Beast/Asio, the point store, /metrics
   python3-dev python3-venv  # the Python package: headers for the extension module, .venv below
 )

@@ -525,7 +525,7 @@ TEST(IndexFactory, DescriptionsParseOrAreRefused) {
   EXPECT_EQ(make_index(ivf->description(), 3, Metric::cosine)->description(), ivf->description());
   expect_error([] { make_index("hnsw", 3, Metric::l2); }, ErrorCode::invalid_argument, "unknown index type 'hnsw'");
   expect_error([] { make_index("ivf_flat,nlists=8", 3, Metric::l2); }, ErrorCode::invalid_argument,
-               "unknown ivf_flat parameter 'nlists'");
+               "unknown 'ivf_flat' parameter 'nlists'");
   expect_error([] { make_index("ivf_flat,nlist=0", 3, Metric::l2); }, ErrorCode::invalid_argument, "nlist must be");
   expect_error([] { make_index("ivf_flat,nlist=12x", 3, Metric::l2); }, ErrorCode::invalid_argument, "'12x'");
   expect_error([] { make_index("ivf_flat,nlist", 3, Metric::l2); }, ErrorCode::invalid_argument, "key=value");

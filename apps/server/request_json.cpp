@@ -1,5 +1,6 @@
 #include "request_json.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -9,18 +10,44 @@
 
 namespace simkit::server {
 
+namespace {
+
+// nlohmann's parse errors repeat the bytes last read, raw ("last read: '<token>'"): the token is
+// replaced by a quoted excerpt of the body around the error's byte, and any control byte left is
+// made visible, so the message stays one printable line.
+std::string parse_error_text(const nlohmann::json::exception& e, const std::string& body) {
+  std::string what = e.what();
+  if (const size_t last = what.find("; last read: "); last != std::string::npos) {
+    const size_t expected = what.rfind("; expected ");
+    what = what.substr(0, last) + (expected != std::string::npos && expected > last ? what.substr(expected) : "");
+  }
+  if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e); pe && pe->byte > 0) {
+    const size_t at = std::min(pe->byte - 1, body.size());
+    const size_t from = at > 20 ? at - 20 : 0;
+    what += " (near " + simkit::quoted(std::string_view(body).substr(from, 40)) + ")";
+  }
+  for (char& c : what)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return what;
+}
+
+}  // namespace
+
 nlohmann::json parse_object(const std::string& body, const RequestLimits& limits, bool empty_is_object) {
   if (body.empty()) {
     if (empty_is_object) return nlohmann::json::object();
     bad_request("the request needs a JSON body");
   }
   check_body_shape(body, limits);  // before any tree is built
+  // nlohmann's parser stops at a NUL byte and would ignore what follows; JSON text never holds one.
+  if (const size_t nul = body.find('\0'); nul != std::string::npos)
+    bad_request("malformed JSON body: a NUL byte at offset " + std::to_string(nul));
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception& e) {
     // parse_error, and also out_of_range: a number such as 1e400 overflows a double while parsing.
-    bad_request(std::string("malformed JSON body: ") + e.what());
+    bad_request("malformed JSON body: " + parse_error_text(e, body));
   }
   if (!j.is_object()) bad_request(std::string("the body must be a JSON object, not ") + j.type_name());
   return j;

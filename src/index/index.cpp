@@ -54,7 +54,7 @@ void for_each_pair(std::string_view description, const std::vector<std::string_v
     const std::string_view key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
     if (!on(key, value))
       detail::raise(ErrorCode::invalid_argument, "index description ", simkit::quoted(description), ": unknown ",
-                    parts.front(), " parameter ", simkit::quoted(key), " (known: ", known, ")");
+                    simkit::quoted(parts.front()), " parameter ", simkit::quoted(key), " (known: ", known, ")");
   }
 }
 

@@ -75,6 +75,7 @@ void Checksum64::block(const unsigned char* p) {
 }
 
 void Checksum64::update(const void* data, size_t bytes) {
+  if (bytes == 0) return;  // data may then be null, which memcpy must not be given even for 0 bytes
   const auto* p = static_cast<const unsigned char*>(data);
   total_ += bytes;
   if (pending_bytes_ > 0) {

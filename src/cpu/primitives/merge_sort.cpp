@@ -37,11 +37,14 @@ template <class K, class V>
 void copy_concatenated(const K* first, const V* first_v, int64_t n_first, const K* second, const V* second_v, K* out,
                        V* ov, int64_t d0, int64_t d1) {
   const int64_t split = std::clamp(n_first, d0, d1);
-  std::memcpy(out + d0, first + d0, size_t(split - d0) * sizeof(K));
-  std::memcpy(out + split, second + (split - n_first), size_t(d1 - split) * sizeof(K));
-  if constexpr (kHasValues<V>) {
-    std::memcpy(ov + d0, first_v + d0, size_t(split - d0) * sizeof(V));
-    std::memcpy(ov + split, second_v + (split - n_first), size_t(d1 - split) * sizeof(V));
+  // An empty input may have a null pointer, which memcpy must not see even for 0 bytes.
+  if (split > d0) {
+    std::memcpy(out + d0, first + d0, size_t(split - d0) * sizeof(K));
+    if constexpr (kHasValues<V>) std::memcpy(ov + d0, first_v + d0, size_t(split - d0) * sizeof(V));
+  }
+  if (d1 > split) {
+    std::memcpy(out + split, second + (split - n_first), size_t(d1 - split) * sizeof(K));
+    if constexpr (kHasValues<V>) std::memcpy(ov + split, second_v + (split - n_first), size_t(d1 - split) * sizeof(V));
   }
 }
 
