@@ -486,6 +486,8 @@ TEST_P(IvfFlat, RecallRisesWithNprobe) {
 TEST_P(IvfFlat, DigitsWithEveryListProbedEqualFlat) {
   SIMKIT_REQUIRE_BACKEND(GetParam());
   const std::string dir = std::string(SIMKIT_SHARED_DATA_DIR) + "/digits/";
+  if (!std::filesystem::exists(dir + "digits_base.fvecs"))
+    GTEST_SKIP() << "digits data not found in " << dir << " (the shared data beside the repository; see its README)";
   const Matrix<float> X = read_matrix(dir + "digits_base.fvecs"), Q = read_matrix(dir + "digits_query.fvecs");
   for (Metric metric : {Metric::sqeuclidean, Metric::cosine, Metric::l1}) {
     auto flat = make_index("flat", X.cols(), metric);
