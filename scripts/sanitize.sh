@@ -46,26 +46,18 @@ case "$cxx" in
   *) cc=${CC:-gcc} ;;
 esac
 
-generator=()
-if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null; then
-  generator=(-G Ninja)
-fi
-python=()
-if [ -x "$root/.venv/bin/python" ]; then
-  python=(-DPython_EXECUTABLE="$root/.venv/bin/python")
-fi
 start=$(date +%s)
-cmake -S "$root" -B "$build" "${generator[@]}" "${python[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" -DSIMKIT_SANITIZE=address,undefined \
-  -DSIMKIT_CUDA=OFF -DSIMKIT_PYTHON=OFF -DSIMKIT_TESTS=ON -DSIMKIT_CLI=ON -DSIMKIT_WERROR=OFF "$@"
-
 reports=$build/sanitizer-reports
 rm -rf "$reports" && mkdir -p "$reports"
 # CTest's test discovery runs the test binaries while building: the same options apply there.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:check_initialization_order=1:log_path=$reports/asan"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0:log_path=$reports/lsan"
-cmake --build "$build" -j "$jobs"
+# scripts/build.sh configures and builds (generator, .venv's Python, JOBS); the options after
+# its own Release default override it.
+SIMKIT_BUILD_DIR="$build" JOBS="$jobs" SIMKIT_WERROR=OFF "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" -DSIMKIT_SANITIZE=address,undefined \
+  -DSIMKIT_CUDA=OFF -DSIMKIT_PYTHON=OFF -DSIMKIT_TESTS=ON -DSIMKIT_CLI=ON "$@"
 built=$(date +%s)
 
 exclude='^clang_format$'
