@@ -38,7 +38,8 @@ mkdir -p "$OUT"
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SIMKIT_DEVICE_BUILD:-$root/build-device}  # inside the checkout: kept between device calls
 deps=$root/.deps/root/usr
-# The tests read ../shared/data (beside the checkout); on the device machine it comes in .deps.
+# The WordNet data is read from ../shared/data (beside the checkout); on the device machine it
+# comes in .deps. The digits are in the working tree (tests/data).
 if [ ! -d "$root/../shared/data" ] && [ -d "$root/.deps/shared/data" ]; then
   mkdir -p "$root/../shared" && cp -r "$root/.deps/shared/data" "$root/../shared/"
 fi
@@ -77,7 +78,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   (cd "$build" && ctest -L gpu --output-on-failure -j 4) >"$OUT/tests.log" 2>&1 || status=1
   tail -3 "$OUT/tests.log" | tee -a "$OUT/summary.txt"
   log "digits through the CLI on the GPU (recall@100 and ids row for row)"
-  data="$root/../shared/data/digits"
+  data="$root/tests/data/digits"
   if "$build/apps/cli/simkit" knn --base "$data/digits_base.fvecs" --queries "$data/digits_query.fvecs" -k 100 \
       --metric sqeuclidean --truth "$data/digits_groundtruth_sqeuclidean.ivecs" --ids /tmp/digits_gpu.ivecs \
       --device gpu >>"$OUT/tests.log" 2>&1 && cmp /tmp/digits_gpu.ivecs "$data/digits_groundtruth_sqeuclidean.ivecs"; then
@@ -92,13 +93,13 @@ if { [ "$what" = all ] || [ "$what" = tests ] && [ "${SANITIZER:-1}" = 1 ]; } ||
   # test_knn, test_pairwise and test_primitives hold both backends' tests: their gpu ones only.
   pids=()
   rm -f /tmp/san-*
-  for name in test_knn test_pairwise test_primitives test_kmeans test_index test_ivf_pq test_lsh test_gpu_ivf_pq \
+  for name in test_knn test_pairwise test_primitives test_kmeans test_index test_index_writes test_ivf_pq test_lsh test_gpu_ivf_pq \
     test_gpu_gauss test_gpu_ifgt test_gpu_stream; do
     exe=$build/tests/$name
     [ -x "$exe" ] || continue
     if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $name "* ]]; then continue; fi
     positive='*'
-    case $name in test_knn | test_pairwise | test_primitives | test_kmeans | test_index | test_ivf_pq | test_lsh)
+    case $name in test_knn | test_pairwise | test_primitives | test_kmeans | test_index | test_index_writes | test_ivf_pq | test_lsh)
       positive='*/gpu:*_gpu:*GpuOnly.*' ;;
     esac
     filter="$positive${SANITIZER_EXCLUDE:+-$SANITIZER_EXCLUDE}"

@@ -82,7 +82,21 @@ inline void expect_allowed_result(const Context& ctx, const IndexSearchResult& r
     }
 }
 
+/// An allow-list search in each kind's exhaustive mode (every list probed, every candidate
+/// re-ranked, every bucket probed): exact whichever plan the index picks -- gathering the
+/// allowed rows, or testing the list inside its scan (index.hpp).
 inline SearchParams allowing(const std::vector<int64_t>& allowed) {
+  SearchParams sp;
+  sp.allowed = allowed;
+  sp.nprobe = 1 << 20;
+  sp.refine = 1 << 20;
+  sp.probes = 1 << 30;
+  return sp;
+}
+
+/// The same list with the index's default knobs: exact where the planner gathers (a selective
+/// list), approximate like the unfiltered search where it scans.
+inline SearchParams allowing_defaults(const std::vector<int64_t>& allowed) {
   SearchParams sp;
   sp.allowed = allowed;
   return sp;

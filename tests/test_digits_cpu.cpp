@@ -23,7 +23,7 @@
 namespace simkit::test {
 namespace {
 
-const std::filesystem::path kDigits = std::filesystem::path(SIMKIT_SHARED_DATA_DIR) / "digits";
+const std::filesystem::path kDigits = std::filesystem::path(SIMKIT_TEST_DATA_DIR) / "digits";
 
 /// Reads a .fvecs or .ivecs file (per row: int32 dimension, then that many 4-byte values) into
 /// a row-major matrix of T, checking that every row has the same dimension and that the file
@@ -54,8 +54,8 @@ Matrix<T> read_vecs(const std::filesystem::path& path) {
 class Digits : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kDigits / "digits_base.fvecs"))
-      GTEST_SKIP() << "digits data not found in " << kDigits.string() << " (expected ../shared/data/digits)";
+    ASSERT_TRUE(std::filesystem::exists(kDigits / "digits_base.fvecs"))
+        << kDigits.string() << ": the digits files ship with the repository (tests/data/README.md)";
     base = read_vecs<float>(kDigits / "digits_base.fvecs");
     queries = read_vecs<float>(kDigits / "digits_query.fvecs");
     truth = read_vecs<int32_t>(kDigits / "digits_groundtruth_sqeuclidean.ivecs");

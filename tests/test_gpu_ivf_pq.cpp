@@ -3,7 +3,7 @@
 // values (l1 within float rounding: its value is the GPU k-NN's float32 column-order sum);
 // otherwise (refine = 0, or a re-rank of part of the probed rows) the same ids where the values
 // are apart and values within 1e-5 relative, since the CPU's float32 tables (list terms plus
-// a per-query half, cpu/ivf/ivf_pq_search.cpp) and the GPU's float64 ones round differently;
+// a per-query half, index/ivf/cpu/ivf_pq_search.cpp) and the GPU's float64 ones round differently;
 // the same stats.
 // Also: device-resident queries, the re-rank on the host equal to the one on the device, a
 // table that needs the shared-memory opt-in (m = 64), kc beyond the device scan's capacity (the
@@ -24,9 +24,10 @@
 
 #include "contexts.hpp"
 #include "core/backend.hpp"
-#include "index/ivf_pq_lists.hpp"
-#include "index/ivf_pq_prep.hpp"
-#include "index/product_quantizer.hpp"
+#include "index/ivf/ivf_pq_lists.hpp"
+#include "index/ivf/ivf_pq_prep.hpp"
+#include "index/ivf/ivf_searchers.hpp"
+#include "index/ivf/product_quantizer.hpp"
 
 namespace simkit::test {
 namespace {
@@ -101,21 +102,22 @@ std::unique_ptr<IvfPqLists> make_lists(Metric metric, const Shape& s, uint64_t s
   L->ksub = pq.ksub();
   L->codebooks.assign(pq.codebooks().data(), pq.codebooks().data() + pq.codebooks().size());
   // Lists in cell order, rows in id order within a list; ids increase with i, with gaps.
-  L->offsets.assign(size_t(nlist + 1), 0);
-  for (int64_t c : cell) ++L->offsets[size_t(c + 1)];
-  for (int64_t l = 0; l < nlist; ++l) L->offsets[size_t(l + 1)] += L->offsets[size_t(l)];
-  std::vector<int64_t> fill(L->offsets.begin(), L->offsets.end() - 1);
+  std::vector<int64_t> offsets(size_t(nlist + 1), 0);
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t c : cell) ++offsets[size_t(c + 1)];
+  for (int64_t l = 0; l < nlist; ++l) offsets[size_t(l + 1)] += offsets[size_t(l)];
+  std::vector<int64_t> fill(offsets.begin(), offsets.end() - 1);
   L->codes.resize(size_t(n * s.m));
-  L->ids.resize(size_t(n));
   L->keeps_vectors = s.keeps_vectors;
   L->refine_on_device = s.refine_on_device;
   if (s.keeps_vectors) L->vectors.resize(size_t(n * d));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t pos = fill[size_t(cell[size_t(i)])]++;
     std::copy(codes.begin() + i * s.m, codes.begin() + (i + 1) * s.m, L->codes.begin() + pos * s.m);
-    L->ids[size_t(pos)] = 7 + 3 * i;
+    ids[size_t(pos)] = 7 + 3 * i;
     if (s.keeps_vectors) std::copy(X.begin() + i * d, X.begin() + (i + 1) * d, L->vectors.begin() + pos * d);
   }
+  L->arena.assign(offsets, std::move(ids));
   detail::make_row_terms(*L);  // as the index makes them: the CPU's fast tables
   return L;
 }
@@ -134,23 +136,22 @@ struct Result {
   int64_t short_rows = 0, candidates = 0;
 };
 
-Result search(const detail::Backend& backend, const IvfPqLists& L, MatrixView<const float> Q, int64_t k, int64_t nprobe,
-              int64_t refine) {
+Result search(bool gpu, const IvfPqLists& L, MatrixView<const float> Q, int64_t k, int64_t nprobe, int64_t refine) {
   Result r{Matrix<float>(Q.rows, k), Matrix<int64_t>(Q.rows, k)};
   IvfPqSearchArgs a;
   a.lists = &L, a.Q = Q, a.k = k, a.nprobe = nprobe, a.refine = refine;
   a.values = r.values.view(), a.ids = r.ids.view();
   a.short_rows = &r.short_rows, a.candidates = &r.candidates;
-  backend.ivf_pq_search(backend.device() == Device::gpu ? gpu_context() : cpu_context(), a);
+  gpu ? detail::cuda::ivf_pq_search(gpu_context(), a) : detail::cpu::ivf_pq_search(cpu_context(), a);
   return r;
 }
 
 Result on_gpu(const IvfPqLists& L, MatrixView<const float> Q, int64_t k, int64_t nprobe, int64_t refine) {
-  return search(*detail::cuda_backend(), L, Q, k, nprobe, refine);
+  return search(true, L, Q, k, nprobe, refine);
 }
 
 Result on_cpu(const IvfPqLists& L, MatrixView<const float> Q, int64_t k, int64_t nprobe, int64_t refine) {
-  return search(detail::cpu_backend(), L, Q, k, nprobe, refine);
+  return search(false, L, Q, k, nprobe, refine);
 }
 
 bool close(float a, float b, double rel) {

@@ -275,7 +275,8 @@ TEST_F(Io, NpyFloat16EveryValueExactly) {
 // The real float16 embeddings: 117,659 x 384 MiniLM vectors, each of norm 1 (data README).
 TEST_F(Io, NpyFloat16WordnetEmbeddings) {
   const std::string path = std::string(SIMKIT_SHARED_DATA_DIR) + "/wordnet/base_minilm_f16.npy";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "wordnet data not found at " << path;
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << "wordnet data not found at " << path << ": run scripts/make-data.sh wordnet";
   const Matrix<float> m = simkit::read_matrix(path);
   ASSERT_EQ(m.rows(), 117659);
   ASSERT_EQ(m.cols(), 384);
@@ -579,8 +580,7 @@ TEST_F(Io, WritesRefuseWhatTheFormatCannotHold) {
 // ------------------------------------------------------------------ the real data set
 
 TEST_F(Io, RealDigitsFiles) {
-  const std::string data = std::string(SIMKIT_SHARED_DATA_DIR) + "/digits/";
-  if (!fs::exists(data + "digits_base.fvecs")) GTEST_SKIP() << "no shared data at " << data;
+  const std::string data = std::string(SIMKIT_TEST_DATA_DIR) + "/digits/";
 
   const Matrix<float> base = simkit::read_matrix(data + "digits_base.fvecs");
   EXPECT_EQ(base.rows(), 1697);

@@ -27,7 +27,7 @@
 #include "contexts.hpp"
 #include "expect_error.hpp"
 #include "index/index_file.hpp"
-#include "index/ivf_pq_index.hpp"
+#include "index/ivf/ivf_pq_index.hpp"
 #include "index_check.hpp"
 #include "reference.hpp"
 
@@ -122,7 +122,7 @@ TEST_P(IvfPq, CodeEstimatesEqualTheReconstructionReference) {
     // Every row's reconstruction: its centroid plus its decoded residual.
     std::map<int64_t, std::vector<double>> rebuilt;
     for (int64_t l = 0; l < L.nlist; ++l)
-      for (int64_t r = L.offsets[size_t(l)]; r < L.offsets[size_t(l + 1)]; ++r) {
+      for (int64_t r = L.arena.begin[size_t(l)]; r < L.arena.end[size_t(l)]; ++r) {
         std::vector<double> x(size_t(d), 0.0);
         for (int64_t j = 0; j < L.m; ++j)
           for (int64_t t = 0; t < L.dsub(); ++t) {
@@ -130,7 +130,7 @@ TEST_P(IvfPq, CodeEstimatesEqualTheReconstructionReference) {
             x[size_t(j * L.dsub() + t)] = double(L.centroids[size_t(l * d + j * L.dsub() + t)]) +
                                           L.codebooks[size_t((j * L.ksub + code) * L.dsub() + t)];
           }
-        rebuilt[L.ids[size_t(r)]] = x;
+        rebuilt[L.arena.ids[size_t(r)]] = x;
       }
     const IndexSearchResult got = index->search(context(), Q.view(), k, probing(L.nlist));
     for (int64_t q = 0; q < Q.rows(); ++q) {
@@ -182,7 +182,7 @@ TEST_P(IvfPq, StatsCountShortRowsAndCandidates) {
     auto index = build(description, X, Metric::l2);
     const detail::IvfPqLists& L = *detail::ivf_pq_lists_of(*index);
     int64_t largest = 0;
-    for (int64_t l = 0; l < L.nlist; ++l) largest = std::max(largest, L.offsets[size_t(l + 1)] - L.offsets[size_t(l)]);
+    for (int64_t l = 0; l < L.nlist; ++l) largest = std::max(largest, L.arena.length(l));
     ASSERT_LT(largest, 400) << "the clusters should spread over the lists";
     // One list per query and k above every list: each row holds its list's rows, then padding.
     SearchStats stats;
@@ -216,13 +216,19 @@ TEST_P(IvfPq, MemoryBytesIsTheFootprint) {
   const Matrix<float> X = random_matrix(n, d, 101);
   auto codes_only = build("ivf_pq,nlist=8,m=4", X, Metric::l2);
   auto refined = build("ivf_pq,nlist=8,m=4,refine=2", X, Metric::l2);
-  // codes, the row terms (l2: one float a row), the lists' ids and the id set's sorted copy;
-  // centroids, code books (256 entries of d / m floats per sub-space), offsets.
-  const size_t fixed = size_t(nlist * d * 4 + m * 256 * (d / m) * 4 + (nlist + 1) * 8);
-  EXPECT_EQ(codes_only->memory_bytes(), size_t(n * (m + 20)) + fixed);
-  EXPECT_EQ(refined->memory_bytes() - codes_only->memory_bytes(), size_t(n * d * 4));
+  // Per arena row (the held rows and the lists' room to grow): m code bytes, the row term (l2:
+  // one float), the id; per held row the id map's entry; then centroids, code books, list bounds.
+  const int64_t rows = detail::ivf_pq_lists_of(*codes_only)->arena.arena_rows();
+  ASSERT_GE(rows, n);
+  const size_t fixed = size_t(nlist * d * 4 + m * 256 * (d / m) * 4 + 3 * nlist * 8);
+  EXPECT_GE(codes_only->memory_bytes(), size_t(rows * (m + 12)) + fixed + size_t(n) * 16);
+  EXPECT_LE(codes_only->memory_bytes(), size_t(rows * (m + 12)) + fixed + size_t(n) * 80);
+  // The kept vectors: dim floats per arena row (both indexes filed the same rows the same way).
+  ASSERT_EQ(detail::ivf_pq_lists_of(*refined)->arena.arena_rows(), rows);
+  EXPECT_EQ(refined->memory_bytes() - codes_only->memory_bytes(), size_t(rows * d * 4));
+  const size_t before = codes_only->memory_bytes();
   codes_only->remove(std::vector<int64_t>{0, 1, 2, 3, 4});
-  EXPECT_EQ(codes_only->memory_bytes(), size_t((n - 5) * (m + 20)) + fixed);
+  EXPECT_LT(codes_only->memory_bytes(), before) << "the id map shrinks; the arena keeps its rows";
 }
 
 class TempDir {
@@ -253,7 +259,8 @@ TEST_P(IvfPq, SaveLoadRoundTripOfBothForms) {
       index->save(path);
       auto loaded = load_index(path);
       EXPECT_EQ(loaded->description(), index->description()) << label;
-      EXPECT_EQ(loaded->memory_bytes(), index->memory_bytes()) << label;
+      // Loaded lists are compact: no room to grow yet, so no more than the saved index holds.
+      EXPECT_LE(loaded->memory_bytes(), index->memory_bytes()) << label;
       expect_same(loaded->search(context(), Q.view(), 9), index->search(context(), Q.view(), 9), label);
       const Matrix<float> more = random_matrix(40, 12, 113);
       loaded->add(context(), more.view());
@@ -339,9 +346,7 @@ TEST(IvfPqFactory, MMustDivideTheDimension) {
 
 TEST_P(IvfPq, DigitsWithEveryListAndEveryCandidateEqualFlat) {
   SIMKIT_REQUIRE_BACKEND(GetParam());
-  const std::string dir = std::string(SIMKIT_SHARED_DATA_DIR) + "/digits/";
-  if (!std::filesystem::exists(dir + "digits_base.fvecs"))
-    GTEST_SKIP() << "digits data not found in " << dir << " (the shared data beside the repository; see its README)";
+  const std::string dir = std::string(SIMKIT_TEST_DATA_DIR) + "/digits/";
   const Matrix<float> X = read_matrix(dir + "digits_base.fvecs"), Q = read_matrix(dir + "digits_query.fvecs");
   for (Metric metric : {Metric::sqeuclidean, Metric::cosine, Metric::l1}) {
     auto flat = make_index("flat", X.cols(), metric);

@@ -663,12 +663,12 @@ bool read_vecs(const std::string& path, Matrix<T>& out) {
 // device (the CPU's run is test_digits_cpu.cpp's).
 TEST(KnnGpuOnly, DigitsGroundTruthRowForRow) {
   SIMKIT_REQUIRE_GPU();
-  const std::string dir = std::string(SIMKIT_SHARED_DATA_DIR) + "/digits/";
+  const std::string dir = std::string(SIMKIT_TEST_DATA_DIR) + "/digits/";
   Matrix<float> X, Q;
   Matrix<int64_t> truth;
-  if (!read_vecs(dir + "digits_base.fvecs", X) || !read_vecs(dir + "digits_query.fvecs", Q) ||
-      !read_vecs(dir + "digits_groundtruth_sqeuclidean.ivecs", truth))
-    GTEST_SKIP() << "digits data not found (or unreadable) under " << dir;
+  ASSERT_TRUE(read_vecs(dir + "digits_base.fvecs", X) && read_vecs(dir + "digits_query.fvecs", Q) &&
+              read_vecs(dir + "digits_groundtruth_sqeuclidean.ivecs", truth))
+      << "digits data unreadable under " << dir << " (they ship with the repository: tests/data/README.md)";
   ASSERT_EQ(truth.rows(), Q.rows());
   const int64_t k = truth.cols();
   const Context ctx = gpu_context();

@@ -24,7 +24,7 @@
 #include "contexts.hpp"
 #include "expect_error.hpp"
 #include "index/index_file.hpp"
-#include "index/lsh_hash.hpp"
+#include "index/lsh/lsh_hash.hpp"
 #include "index_check.hpp"
 #include "reference.hpp"
 

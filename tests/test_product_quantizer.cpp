@@ -12,7 +12,7 @@
 
 #include <simkit/error.hpp>
 
-#include "index/product_quantizer.hpp"
+#include "index/ivf/product_quantizer.hpp"
 
 namespace {
 

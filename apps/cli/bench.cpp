@@ -1,6 +1,6 @@
-// `simkit bench pairwise | knn | gauss | primitives | kmeans`: the command line, the shared set-up (device,
-// run counts, header) and the CSV writer. The suites themselves are in bench_<suite>.cpp; the device-free logic in
-// bench_harness.hpp.
+// `simkit bench pairwise | knn | gauss | primitives | kmeans | ann | writes`: the command line, the shared set-up
+// (device, run counts, header) and the CSV writer. The suites themselves are in bench_<suite>.cpp; the device-free
+// logic in bench_harness.hpp.
 
 #include <cstdio>
 #include <fstream>
@@ -230,6 +230,41 @@ void add_bench_command(CLI::App& app) {
       "  python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --csv peers-ann.csv\n"
       "  python3 scripts/plot-ann.py simkit-ann.csv peers-ann.csv --out ann.png\n");
   ann_cmd->callback([ann] { bench::run_ann_suite(*ann); });
+
+  auto wr = std::make_shared<bench::Options>();
+  wr->indexes = "flat,ivf_flat";
+  auto* wr_cmd = bench_cmd->add_subcommand(
+      "writes",
+      "What one write costs an index holding n vectors: single-vector add and remove (median and maximum) and a "
+      "one-query search, for n = 10,000, 100,000, 1,000,000 random 384-d rows (cosine)");
+  add_common_options(wr_cmd, *wr, "timed writes of each kind per size (default 200)",
+                     "untimed writes before them (default 5)");
+  wr_cmd->add_option("--indexes", wr->indexes, "which index types: flat, ivf_flat, ivf_pq, lsh")->capture_default_str();
+  wr_cmd->add_option("--sizes", wr->sizes, "vectors held before the writes, comma-separated");
+  wr_cmd->add_option("--dim", wr->dim, "vector dimension")->check(CLI::Range(1, 65536))->capture_default_str();
+  wr_cmd->footer(
+      "Example:\n  simkit bench writes --device cpu --threads 2 --sizes 10000,100000,1000000 --csv writes.csv\n");
+  wr_cmd->callback([wr] { bench::run_writes_suite(*wr); });
+
+  auto fl = std::make_shared<bench::Options>();
+  fl->indexes = "flat;ivf_flat,nlist=1024";
+  fl->inputs = "auto";
+  auto* fl_cmd = bench_cmd->add_subcommand(
+      "filters",
+      "Searches restricted to an allow-list of 0.1% .. 90% of 1,000,000 x 128 clustered rows, beside the unfiltered "
+      "search: time, ratio, the plan chosen (gather or scan), recall@10 against the exact filtered answer");
+  add_common_options(fl_cmd, *fl, "timed batched searches per point (default 10 on the GPU, 3 on the CPU)",
+                     "untimed searches before them (default 1)");
+  fl_cmd->add_option("--indexes", fl->indexes, "index descriptions, separated by ';'")->capture_default_str();
+  fl_cmd->add_option("--fractions", fl->sizes, "allowed fractions, comma-separated (default 0.001,0.01,0.1,0.5,0.9)");
+  fl_cmd->add_option("--plans", fl->inputs, "auto (the planner), gather, scan, or several: each forced in turn")
+      ->capture_default_str();
+  fl_cmd->add_option("--queries", fl->queries, "queries per search (default 10,000 on the GPU, 1,000 on the CPU)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  fl_cmd->footer(
+      "Examples:\n  simkit bench filters --device cpu --threads 2 --csv filters.csv\n"
+      "  simkit bench filters --device gpu --plans gather,scan   # where the two plans cross\n");
+  fl_cmd->callback([fl] { bench::run_filters_suite(*fl); });
 }
 
 }  // namespace simkit::cli

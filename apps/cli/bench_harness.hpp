@@ -54,6 +54,8 @@ struct Options {
   std::string refine = "4";            // ivf_pq re-rank depths, each over the nprobe sweep
   std::string lsh = "6x2,16x8,32x12";  // lsh tables x bits, each over the probes sweep
   std::string probes = "1,2,4,8,16,32,64";
+  // writes only (indexes and sizes shared with the above)
+  int64_t dim = 384;
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp
@@ -62,6 +64,8 @@ void run_gauss_suite(const Options& options);       // bench_gauss.cpp
 void run_primitives_suite(const Options& options);  // bench_primitives.cpp
 void run_kmeans_suite(const Options& options);      // bench_kmeans.cpp
 void run_ann_suite(const Options& options);         // bench_ann.cpp
+void run_writes_suite(const Options& options);      // bench_writes.cpp
+void run_filters_suite(const Options& options);     // bench_filters.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {

@@ -43,7 +43,7 @@ struct EditOptions {
 };
 
 struct SearchOptions {
-  std::string index, queries, ids, distances, truth, nprobe;
+  std::string index, queries, ids, distances, truth, nprobe, allowed;
   int64_t k = 0, refine = 0, probes = 0;
   RunOptions run;
 };
@@ -51,7 +51,7 @@ struct SearchOptions {
 /// "--nprobe 32" or "--nprobe seed"; empty: the index's default.
 int64_t parse_nprobe(const std::string& text) {
   if (text.empty()) return 0;
-  if (text == "seed") return kSeedProbes;
+  if (text == "seed") return kProbeFourFifths;
   try {
     size_t used = 0;
     const long long v = std::stoll(text, &used);
@@ -74,6 +74,28 @@ std::vector<int64_t> read_id_list(const std::string& path, int64_t expect) {
     bad("--ids: " + quoted_path(path) + " has " + with_commas(m.size()) + " ids for " + with_commas(expect) +
         " vectors");
   return std::vector<int64_t>(m.data(), m.data() + m.size());
+}
+
+/// --allowed for search: one list of ids (.npy of any integer type, 1-D or one column; or .ivecs),
+/// sorted ascending without repeats as SearchParams::allowed requires. The file is not sorted
+/// for the caller: an out-of-order list is refused, naming the first position out of order.
+std::vector<int64_t> read_allowed(const std::string& path) {
+  Matrix<int64_t> m;
+  try {
+    m = read_ids(path);
+  } catch (const Error& e) {
+    throw Error(e.code(), "--allowed: " + std::string(e.what()));
+  }
+  if (m.cols() != 1 && m.rows() != 1)
+    bad("--allowed: " + quoted_path(path) + " must hold one list of ids (a 1-D array), got " +
+        std::to_string(m.rows()) + " x " + std::to_string(m.cols()));
+  std::vector<int64_t> ids(m.data(), m.data() + m.size());
+  for (size_t i = 1; i < ids.size(); ++i)
+    if (ids[i] <= ids[i - 1])
+      bad("--allowed: " + quoted_path(path) + " must be sorted ascending without repeats; position " +
+          std::to_string(i) + " holds " + std::to_string(ids[i]) + " after " + std::to_string(ids[i - 1]) +
+          " (numpy.unique gives such a list)");
+  return ids;
 }
 
 std::unique_ptr<Index> load_named(const std::string& path) {
@@ -188,6 +210,11 @@ void run_search(const SearchOptions& o) {
     bad("--ids: .ivecs holds int32 ids but the index holds larger ones; use .npy (int64)");
   std::optional<Matrix<int64_t>> truth;
   if (!o.truth.empty()) truth = read_truth(o.truth, Q.rows(), o.k);
+  std::vector<int64_t> allowed;
+  if (!o.allowed.empty()) {
+    allowed = read_allowed(o.allowed);
+    sp.allowed = ArrayView<const int64_t>(allowed.data(), int64_t(allowed.size()));
+  }
   const double load_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
@@ -206,8 +233,15 @@ void run_search(const SearchOptions& o) {
   if (stats.short_rows > 0)
     std::fprintf(stderr,
                  "simkit index search: %s of %s queries had fewer than k = %lld candidates; their rows are padded "
-                 "with id -1 (probe more: --nprobe, --probes)\n",
-                 with_commas(stats.short_rows).c_str(), with_commas(Q.rows()).c_str(), (long long)o.k);
+                 "with id -1 (%s)\n",
+                 with_commas(stats.short_rows).c_str(), with_commas(Q.rows()).c_str(), (long long)o.k,
+                 sp.allowed ? "the allow-list holds fewer stored vectors, or probe more: --nprobe"
+                            : "probe more: --nprobe, --probes");
+  if (sp.allowed)
+    std::fprintf(stderr, "simkit index search: --allowed %s: %s ids allowed; %s\n", quoted_path(o.allowed).c_str(),
+                 with_commas(int64_t(allowed.size())).c_str(),
+                 stats.gathered > 0 ? "gathered: the allowed rows were copied out and searched exactly"
+                                    : "not gathered: the list was tested inside the index's own scan");
   std::fprintf(
       stderr, "simkit index search: %s queries, k = %lld, %s (%s vectors, %s) on %s: %s, %s queries/s (load %s)\n",
       with_commas(Q.rows()).c_str(), (long long)o.k, index->description().c_str(), with_commas(index->size()).c_str(),
@@ -256,6 +290,7 @@ void add_index_command(CLI::App& app) {
       "pq.simkit\n"
       "  simkit index build --base base.npy --description lsh,tables=16,bits=8 --metric cosine --out lsh.simkit\n"
       "  simkit index search --index lsh.simkit --queries q.npy -k 10 --probes 4 --ids ids.npy\n"
+      "  simkit index search --index wn.simkit --queries q.npy -k 10 --allowed nouns.npy --ids ids.npy\n"
       "  simkit index add --index wn.simkit --base more.npy      # ids continue after the largest\n"
       "  simkit index remove --index wn.simkit --ids old.npy\n"
       "  simkit index info --index wn.simkit");
@@ -319,6 +354,9 @@ void add_index_command(CLI::App& app) {
   search->add_option("--ids", s->ids, "output ids, m x k: .npy (int64) or .ivecs (int32)")->required();
   search->add_option("--distances", s->distances, "also write the metric values, m x k float32: .npy or .fvecs");
   search->add_option("--truth", s->truth, "ground-truth ids (>= k per query): prints recall@k on stdout");
+  search->add_option("--allowed", s->allowed,
+                     "return only these ids: one list (.npy of integers, or .ivecs), sorted ascending without "
+                     "repeats; the k best allowed vectors are searched for");
   add_run_options(search, s->run);
   search->callback([s] { run_search(*s); });
 

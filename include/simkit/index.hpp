@@ -15,7 +15,8 @@
 //              random hyperplane signs for dot / cosine / pearson, quantized random projections
 //              (p-stable: Gaussian for l2, Cauchy for l1) for distances. A query's candidates
 //              are the vectors sharing a probed bucket in any table, re-scored exactly. The
-//              defaults (6 tables x 2 bits, one probe) are the seed document's configuration.
+//              defaults (6 tables x 2 bits, one probe) are a small, fast configuration; more
+//              tables and probes raise recall (bench/results/ has the sweeps).
 //
 // All run on the CPU or the GPU (Context::device). flat, ivf_flat and lsh store the vectors as
 // given (float32).
@@ -27,11 +28,21 @@
 //
 // A search may be restricted to an allow-list of ids (SearchParams::allowed): the top-k is then
 // taken among the allowed stored vectors alone, not filtered out of an unrestricted top-k, so a
-// selective filter still fills k slots where it can. The restricted search is exact for every
-// kind -- ivf_flat scans the allowed rows themselves instead of probing lists, as vector
-// databases do for selective filters -- and equals simkit::knn over the allowed rows. The one
-// exception is an ivf_pq index built with refine=0: it keeps no vectors to be exact with, so it
-// ranks every allowed row by its code estimate (every list, no re-rank).
+// selective filter still fills k slots where it can. How, a planner decides by the list's size
+// (the threshold measured, bench/results/): a selective list's vectors are gathered and searched
+// exactly -- simkit::knn over the allowed rows, whatever the kind, as vector databases do for
+// selective filters -- and a broad one is tested inside the index's own scan (flat's k-NN,
+// ivf_flat's and ivf_pq's list scans), where the disallowed rows are skipped as they are met: flat
+// stays exact, the others are approximate exactly as their unfiltered search is (the same nprobe,
+// the same refine) and exact in their exhaustive modes. Never a post-filter of a short list. The
+// exceptions: lsh always gathers, and an ivf_pq index built with refine=0 keeps no vectors to be
+// exact with, so it ranks a selective list's rows by their code estimates (every list scanned).
+// SearchStats::gathered says which plan ran.
+//
+// Writes cost the batch, not the index: vectors are appended (flat: after the stored rows; the
+// inverted files: merged by id into their list's block, which keeps room to grow), removals fill
+// holes (flat moves its last row in) or close up one list, and the GPU copies follow the rows that
+// changed (flat) or are rebuilt at the next GPU search (the inverted files).
 //
 //   auto index = simkit::make_index("ivf_flat,nlist=1024", 384, simkit::Metric::cosine);
 //   index->train(ctx, X.view());            // k-means on (a sample of) X
@@ -60,8 +71,11 @@
 
 namespace simkit {
 
-/// nprobe value meaning "the seed document's rule": probe ceil(0.8 * nlist) lists.
-inline constexpr int64_t kSeedProbes = -1;
+/// nprobe value meaning "probe four lists in five": ceil(0.8 * nlist) lists ("nprobe=seed" in a
+/// description, the rule of the similarity study this project grew from).
+inline constexpr int64_t kProbeFourFifths = -1;
+/// The same value under its earlier name.
+inline constexpr int64_t kSeedProbes = kProbeFourFifths;
 
 /// What one search found, for the caller to inspect (SearchParams::stats). Counts add up over
 /// the searches given the same struct.
@@ -73,13 +87,17 @@ struct SearchStats {
   /// rows searched; lsh: distinct bucket members; ivf_pq: rows of the probed lists; ivf_flat
   /// does not count them).
   int64_t candidates = 0;
+  /// Searches with an allow-list that gathered the allowed rows and searched them exactly (the
+  /// planner's choice for a selective list); the others tested the list inside their scan.
+  int64_t gathered = 0;
 };
 
 /// Per-search knobs; 0 means the index's own default.
 struct SearchParams {
   /// ivf_flat: lists scanned per query, 1..nlist (larger values are clamped to nlist), or
-  /// kSeedProbes. 0: the default set at build time ("nprobe=" in the description), which is
-  /// itself max(1, nlist / 32) unless given. ivf_pq alike. Ignored by flat, lsh, and with `allowed`.
+  /// kProbeFourFifths. 0: the default set at build time ("nprobe=" in the description), which is
+  /// itself max(1, nlist / 32) unless given. ivf_pq alike. Ignored by flat, lsh, and where an
+  /// allow-list is gathered (see above).
   int64_t nprobe = 0;
   /// ivf_pq: re-rank the best refine * k candidates of the code scan exactly (more than the
   /// probed lists hold: all of them). 0: the index's "refine=". An index built with refine=0
@@ -92,10 +110,10 @@ struct SearchParams {
   /// When set, the search adds what it found to *stats (see SearchStats).
   SearchStats* stats = nullptr;
   /// When set, only stored vectors whose ids are in this list may be returned; the list is
-  /// sorted ascending without repeats (Error(invalid_argument) otherwise: sorted, it meets the
-  /// index's ids in one walk) and in host memory. Ids not stored are ignored; an empty list
-  /// returns only padding. The k best allowed vectors are found exactly, by every kind (see
-  /// above), at the cost of copying the allowed vectors on each search.
+  /// sorted ascending without repeats (Error(invalid_argument) otherwise: sorted, it is read in
+  /// one pass) and in host memory. Ids not stored are ignored; an empty list returns only
+  /// padding. The planner (see above) gathers a selective list's vectors or tests a broad one
+  /// inside the scan.
   std::optional<ArrayView<const int64_t>> allowed;
 };
 
@@ -121,8 +139,8 @@ struct IvfPqParams {
   uint64_t seed = 0;             // ("seed=")
 };
 
-/// Build parameters of lsh, from "lsh,key=value,...". The defaults are the seed document's
-/// random-hyperplane configuration: 6 tables of 2 bits, one bucket probed per table.
+/// Build parameters of lsh, from "lsh,key=value,...". The defaults: 6 tables of 2 bits, one
+/// bucket probed per table.
 struct LshParams {
   int64_t tables = 6;  // hash tables ("tables=")
   int64_t bits = 2;    // hashes per table, 1..32 ("bits=")
@@ -151,9 +169,10 @@ class Index {
   /// Whether add() may be called: always for flat; after train() for the others.
   virtual bool is_trained() const = 0;
   /// Bytes the index holds in host memory (vectors or codes, ids, centroids, code books, hash
-  /// tables, per-row norms). ivf_pq: n (m + 16) bytes (codes, the lists' ids, the sorted id set),
+  /// tables, per-row norms). ivf_pq: n (m + 8) bytes (codes, the lists' ids) and the id map,
   /// 4 n more for the CPU scan's per-row table term (every metric but dot and l1), 4 dim n more
-  /// with refine > 0, plus centroids, code books and list offsets.
+  /// with refine > 0, plus centroids, code books and list offsets -- where n counts the lists'
+  /// room to grow as well as their rows (inverted files), and the id map about 40 bytes an id.
   virtual size_t memory_bytes() const = 0;
 
   /// Learns what the index needs from representative vectors (n x dim, host): the k-means

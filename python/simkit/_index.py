@@ -136,13 +136,15 @@ class Index:
     # ------------------------------------------------------------------ searching
     @overload
     def search(self, Q: npt.NDArray[Any], k: int, *, nprobe: Union[int, str, None] = ..., refine: Optional[int] = ...,
-               probes: Optional[int] = ..., stats: Optional[Dict[str, int]] = ..., **kw: Any) -> Tuple[
-        npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+               probes: Optional[int] = ..., allowed: Any = ..., stats: Optional[Dict[str, int]] = ...,
+               **kw: Any) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     @overload
     def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = ..., refine: Optional[int] = ...,
-               probes: Optional[int] = ..., stats: Optional[Dict[str, int]] = ..., **kw: Any) -> Tuple[Any, Any]: ...
+               probes: Optional[int] = ..., allowed: Any = ..., stats: Optional[Dict[str, int]] = ...,
+               **kw: Any) -> Tuple[Any, Any]: ...
     def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = None, refine: Optional[int] = None,
-               probes: Optional[int] = None, stats: Optional[Dict[str, int]] = None, **kw: Any) -> Tuple[Any, Any]:
+               probes: Optional[int] = None, allowed: Any = None, stats: Optional[Dict[str, int]] = None,
+               **kw: Any) -> Tuple[Any, Any]:
         """``D, I = index.search(Q, k)``: per query row, the k best stored vectors, best first.
 
         D (m x k float32) holds the metric's values, I (m x k int64) the ids given to `add`;
@@ -150,24 +152,52 @@ class Index:
         (similarities). nprobe (ivf_flat, ivf_pq): lists scanned, 1..nlist, or 'seed'; refine
         (ivf_pq): re-rank refine x k candidates exactly; probes (lsh): buckets probed per table;
         None: the index's default. A dict passed as `stats` receives 'short_rows' (queries that
-        got fewer than k candidates: padded, never topped up by a full scan) and 'candidates'
-        (candidates compared, summed over the queries). Q may be a GPU array (torch, CuPy): the
-        results come back there.
+        got fewer than k candidates: padded, never topped up by a full scan), 'candidates'
+        (candidates compared, summed over the queries) and 'gathered' (1 when an `allowed`
+        search copied the allowed rows out and searched only them, 0 when it tested the list
+        inside its scan or had no list). Q may be a GPU array (torch, CuPy): the results come
+        back there.
+
+        allowed: restricts the search to the stored vectors with these ids. Any 1-D integer
+        array-like on the host (list, NumPy int32/int64, a CPU tensor), sorted ascending
+        without repeats: the same contract as SearchParams::allowed in C++, so a list out of
+        order raises ValueError naming the first bad position rather than being sorted behind
+        your back (FAISS's IDSelectorBatch takes any order; here ``np.unique(ids)`` is the
+        caller's one-line fix). GPU arrays are refused (ValueError): the list is read in host
+        memory, even when Q is on the GPU. The top k is taken among the allowed vectors, not
+        filtered out of an unrestricted top k, so a selective list still fills k slots. The
+        index picks, by how selective the list is, between gathering the allowed rows (searched
+        exactly whatever nprobe; stats['gathered']) and testing the list inside its usual scan,
+        where ivf_flat and ivf_pq probe nprobe lists as an unrestricted search does (nprobe =
+        nlist: every list). ivf_pq built with refine=0 ranks by its code estimates. Ids not
+        stored are ignored; with fewer than k allowed vectors (an empty list: none) rows are
+        padded as above.
+
+        >>> X = np.random.default_rng(1).standard_normal((1000, 16), dtype=np.float32)
+        >>> index = simkit.Index("flat", 16); index.add(X)
+        >>> D, I = index.search(X[:3], 4, allowed=[2, 5, 7, 11, 13])
+        >>> bool(np.isin(I, [2, 5, 7, 11, 13]).all())
+        True
+        >>> index.search(X[:3], 4, allowed=[5, 2])      # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: allowed must be sorted ascending without repeats ...; position 1 holds 2 after 5
         """
         h = self._handle
         k = A.positive_int(k, "k")
         Qa = A.array_in(Q, "Q")
         lists = _nprobe(nprobe)
+        ids = None if allowed is None else _allowed_ids(allowed)
         m = Qa.shape[0]
         results = A.Results(Qa)
         D, I = results.empty((m, k), "float32"), results.empty((m, k), "int64")
-        short_rows, candidates = h.search(
-            Qa, k, lists, _non_negative(refine, "refine"), _non_negative(probes, "probes"), D, I, _ctx(kw),
+        short_rows, candidates, gathered = h.search(
+            Qa, k, lists, _non_negative(refine, "refine"), _non_negative(probes, "probes"), ids, D, I, _ctx(kw),
             results.stream,
         )
         if stats is not None:
             stats["short_rows"] = short_rows
             stats["candidates"] = candidates
+            stats["gathered"] = gathered
         return results.finish(D), results.finish(I)
 
     # ------------------------------------------------------------------ files and lifetime
@@ -211,6 +241,38 @@ def _nprobe(nprobe: Union[int, str, None]) -> int:
             raise ValueError(f"nprobe must be a positive integer, 'seed' or None, got '{nprobe}'")
         return int(_simkit.SEED_PROBES)
     return A.positive_int(nprobe, "nprobe")
+
+
+def _allowed_ids(allowed: Any) -> npt.NDArray[np.int64]:
+    """An allow-list as the C++ side reads it: a C-contiguous int64 host array, checked to be
+    1-D and sorted ascending without repeats (index.hpp's contract, not sorted for the caller)."""
+    if A.on_gpu(allowed):
+        raise ValueError(
+            "allowed is a GPU array but the allow-list is read in host memory; pass a host copy "
+            "(tensor.cpu(), cupy.asnumpy(a), or a NumPy array)"
+        )
+    try:
+        a = np.asarray(A.host_copy(allowed, "allowed"))
+    except Exception as e:  # noqa: BLE001 - whatever asarray chokes on, the message says why
+        raise ValueError(f"allowed cannot be read as an array of ids: {e}") from None
+    if a.size == 0 and a.dtype.kind == "f":
+        a = a.astype(np.int64)  # np.asarray([]) is float64: an empty list allows nothing
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"allowed must hold integer ids, got dtype {a.dtype}")
+    if a.ndim != 1:
+        raise ValueError(f"allowed must be 1-D, got {a.ndim}-D with shape {a.shape}")
+    if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"allowed holds an id beyond int64: {int(a.max())}")
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    if a.size > 1:
+        bad = np.flatnonzero(a[1:] <= a[:-1])
+        if bad.size:
+            i = int(bad[0]) + 1
+            raise ValueError(
+                "allowed must be sorted ascending without repeats (pass np.unique(allowed) for any "
+                f"order); position {i} holds {int(a[i])} after {int(a[i - 1])}"
+            )
+    return a
 
 
 def _non_negative(value: Optional[int], name: str) -> int:

@@ -5,13 +5,14 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
-#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include <simkit/error.hpp>
 #include <simkit/index.hpp>
@@ -128,23 +129,33 @@ void bind_index(nb::module_& m) {
       .def(
           "search",
           [](const IndexHandle& h, const InArray& Q, int64_t k, int64_t nprobe, int64_t refine, int64_t probes,
-             const OutArray& D, const OutArray& I, const Context& base, uintptr_t stream) {
+             const std::optional<InArray>& allowed, const OutArray& D, const OutArray& I, const Context& base,
+             uintptr_t stream) {
             std::shared_ptr<Index> index = h.get();
             CallContext call(base, stream);
+            SearchParams params;
+            // The allow-list must be in host memory (index.hpp). The Python layer has converted
+            // and checked it already; this is the last word. It is read before Q so that a GPU
+            // allow-list is refused as such, not as an argument on another GPU than Q's.
+            if (allowed) {
+              const ArrayView<const int64_t> a = call.array<const int64_t>(*allowed, "allowed");
+              if (a.where != Memory::host) throw Error(ErrorCode::invalid_argument, "allowed must be a host array");
+              params.allowed = a;
+            }
             const MatrixView<const float> q = call.matrix<const float>(Q, "Q");
             const MatrixView<float> d = call.matrix<float>(D, "D");
             const MatrixView<int64_t> i = call.matrix<int64_t>(I, "I");
             SearchStats stats;
-            SearchParams params;
             params.nprobe = nprobe;
             params.refine = refine;
             params.probes = probes;
             params.stats = &stats;
             Context& ctx = call.get();
             run_released(ctx, [&] { index->search(ctx, q, k, params, d, i); });
-            return std::make_pair(stats.short_rows, stats.candidates);
+            return std::make_tuple(stats.short_rows, stats.candidates, stats.gathered);
           },
-          "Q"_a, "k"_a, "nprobe"_a, "refine"_a, "probes"_a, "D"_a, "I"_a, "context"_a, "stream"_a = 0)
+          "Q"_a, "k"_a, "nprobe"_a, "refine"_a, "probes"_a, "allowed"_a.none(), "D"_a, "I"_a, "context"_a,
+          "stream"_a = 0)
       .def(
           "save",
           [](const IndexHandle& h, const std::string& path) {
@@ -153,7 +164,7 @@ void bind_index(nb::module_& m) {
             index->save(path);
           },
           "path"_a);
-  m.attr("SEED_PROBES") = kSeedProbes;
+  m.attr("SEED_PROBES") = kProbeFourFifths;
 }
 
 }  // namespace simkit::python

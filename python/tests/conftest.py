@@ -65,10 +65,19 @@ def rng() -> np.random.Generator:
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> pathlib.Path:
-    path = pathlib.Path(os.environ.get("SIMKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
-    if not (path / "digits" / "digits_base.fvecs").exists():
-        pytest.skip(f"no shared data at {path}")
+def digits_data() -> pathlib.Path:
+    """The digits set, which ships with the repository (tests/data/README.md): never skipped."""
+    path = pathlib.Path(os.environ.get("SIMKIT_TEST_DATA", REPO / "tests" / "data")) / "digits"
+    assert (path / "digits_base.fvecs").exists(), f"{path}: the digits files ship with the repository"
+    return path
+
+
+@pytest.fixture(scope="session")
+def wordnet_data() -> pathlib.Path:
+    """The WordNet set, beside the checkout in ../shared/data; skipped where it is absent."""
+    path = pathlib.Path(os.environ.get("SIMKIT_SHARED_DATA", REPO.parent / "shared" / "data")) / "wordnet"
+    if not (path / "base_minilm_f16.npy").exists():
+        pytest.skip(f"no WordNet data at {path}: run scripts/make-data.sh wordnet")
     return path
 
 

@@ -62,12 +62,15 @@ def test_ivf_pq_refine_everything_is_exact_and_codes_are_smaller(rng: np.random.
     D, I = index.search(Q, 10, nprobe=16, refine=1 << 20, stats=stats)
     np.testing.assert_array_equal(I, Ik)
     np.testing.assert_array_equal(D, Dk)
-    assert stats == {"short_rows": 0, "candidates": 60 * 3001}  # every row of every list
+    assert stats == {"short_rows": 0, "candidates": 60 * 3001, "gathered": 0}  # every row of every list
     assert _recall(index.search(Q, 10, nprobe=4)[1], Ik) > 0.5
     codes_only = simkit.Index("ivf_pq,nlist=16,m=8,refine=0,iterations=8", 24, metric)
     codes_only.train(X)
     codes_only.add(X)
-    assert index.memory_bytes - codes_only.memory_bytes == 3001 * 24 * 4  # the kept vectors
+    # The kept vectors: 24 floats for each of the lists' rows and their room to grow (at most half
+    # a list's length, or 16 rows, per list).
+    kept = index.memory_bytes - codes_only.memory_bytes
+    assert 3001 * 24 * 4 <= kept <= (3001 * 3 // 2 + 16 * 16) * 24 * 4
     with pytest.raises(ValueError, match="refine"):
         codes_only.search(Q, 10, refine=2)
     with pytest.raises(ValueError, match="refine"):

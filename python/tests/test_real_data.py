@@ -1,4 +1,5 @@
-"""Same results as the simkit command line on the shared real data (ids identical)."""
+"""Same results as the simkit command line on real data (ids identical): the digits that ship in
+tests/data, and the WordNet set of ../shared/data where it is present."""
 
 from __future__ import annotations
 
@@ -15,20 +16,20 @@ def _run(cli: str, *args: str) -> None:
     assert done.returncode == 0, f"simkit {' '.join(args)}: {done.stderr}"
 
 
-def test_digits_knn_matches_cli_and_truth(cli: str, shared_data: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    base = shared_data / "digits" / "digits_base.fvecs"
-    queries = shared_data / "digits" / "digits_query.fvecs"
+def test_digits_knn_matches_cli_and_truth(cli: str, digits_data: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    base = digits_data / "digits_base.fvecs"
+    queries = digits_data / "digits_query.fvecs"
     _run(cli, "knn", "--base", str(base), "--queries", str(queries), "-k", "100", "--metric", "sqeuclidean", "--ids", f"{tmp_path}/ids.npy",
          "--distances", f"{tmp_path}/d.npy")
     D, I = simkit.knn(simkit.read(queries), simkit.read(base), 100, device="cpu")
     np.testing.assert_array_equal(I, np.load(f"{tmp_path}/ids.npy"))
     np.testing.assert_array_equal(D, np.load(f"{tmp_path}/d.npy"))
-    truth = simkit.read(shared_data / "digits" / "digits_groundtruth_sqeuclidean.ivecs")
+    truth = simkit.read(digits_data / "digits_groundtruth_sqeuclidean.ivecs")
     np.testing.assert_array_equal(I, truth)
 
 
-def test_wordnet_knn_and_index_match_cli(cli: str, shared_data: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    wn = shared_data / "wordnet"
+def test_wordnet_knn_and_index_match_cli(cli: str, wordnet_data: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    wn = wordnet_data
     X = np.load(wn / "base_minilm_f16.npy")  # float16: simkit converts once to float32
     Q = np.load(wn / "queries_minilm_f16.npy")[:300].astype(np.float32)
     np.save(tmp_path / "q.npy", Q)

@@ -23,9 +23,6 @@
 #include "core/kmeans_engine.hpp"
 #include "core/metric_plan.hpp"
 #include "core/raw_array.hpp"
-#include "index/ivf_lists.hpp"
-#include "index/ivf_pq_lists.hpp"
-#include "index/lsh_tables.hpp"
 
 namespace simkit::detail {
 
@@ -41,6 +38,9 @@ struct KnnArgs {
   MetricPlan plan;
   MatrixView<float> values;  // Q.rows x k
   MatrixView<int64_t> ids;   // Q.rows x k
+  /// When set, only the rows of X whose bit is set (bit r of word r / 64, host memory) are
+  /// candidates: a filter tested inside the scan. At least k rows must be set.
+  const uint64_t* row_mask = nullptr;
 };
 
 /// out[j] = sum_i q[i] exp(-|Y_j - X_i|^2 / h^2); q has X.rows values, on the host.
@@ -115,51 +115,6 @@ struct SelectKArgs {
   MatrixView<int64_t> ids;
 };
 
-/// One ivf_flat search (index/ivf_flat_index.cpp): Q may live on the device for the GPU backend;
-/// the outputs are host Q.rows x k. 1 <= nprobe <= lists->nlist; the index holds >= 1 row.
-struct IvfSearchArgs {
-  const IvfLists* lists = nullptr;
-  MatrixView<const float> Q;
-  int64_t k = 0;
-  int64_t nprobe = 0;
-  MatrixView<float> values;
-  MatrixView<int64_t> ids;
-};
-
-/// One ivf_pq search (index/ivf_pq_index.cpp): Q (the queries as given, not prepared) may live
-/// on the device for the GPU backend; the outputs are host Q.rows x k. 1 <= nprobe <= nlist;
-/// the index holds >= 1 row. With refine > 0 (lists->keeps_vectors then holds) the best refine
-/// candidates of the code scan per query (refine >= k) are re-scored and ranked by knn's rule;
-/// with refine = 0 the best k by (approximate key, id) are returned with the metric's value of
-/// the approximate key. Rows short of k are padded and counted.
-struct IvfPqSearchArgs {
-  const IvfPqLists* lists = nullptr;
-  MatrixView<const float> Q;
-  int64_t k = 0;
-  int64_t nprobe = 0;
-  int64_t refine = 0;
-  MatrixView<float> values;
-  MatrixView<int64_t> ids;
-  int64_t* short_rows = nullptr;  // += queries padded
-  int64_t* candidates = nullptr;  // += rows of the probed lists, over the queries
-};
-
-/// One lsh search (index/lsh_index.cpp): Q (the queries as given) may live on the device for the
-/// GPU backend; the outputs are host Q.rows x k. probes >= 1; the index holds >= 1 row. Each
-/// query's candidates (index/lsh_hash.hpp, LshCandidates) are ranked by knn's rule: float64
-/// keys (l1: its float32 value, as knn computes it) by (key, id). Rows short of k are padded
-/// with (worst, -1) and counted -- never topped up by a scan of the rest.
-struct LshSearchArgs {
-  const LshTables* tables = nullptr;
-  MatrixView<const float> Q;
-  int64_t k = 0;
-  int64_t probes = 0;
-  MatrixView<float> values;
-  MatrixView<int64_t> ids;
-  int64_t* short_rows = nullptr;  // += queries padded
-  int64_t* candidates = nullptr;  // += distinct candidates, over the queries
-};
-
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -184,17 +139,10 @@ class Backend {
   virtual std::unique_ptr<KmeansEngine> kmeans_engine(const Context& ctx, MatrixView<const float> X,
                                                       bool spherical) const = 0;
 
-  /// Scans the nprobe lists nearest each query and ranks the candidates exactly (cpu/ivf/,
-  /// cuda/ivf/); a row short of k candidates is padded.
-  virtual void ivf_search(const Context& ctx, const IvfSearchArgs& a) const = 0;
-  /// The ivf_pq scan through lookup tables, and the exact re-rank when asked (cpu/ivf/, cuda/ivf/).
-  virtual void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) const = 0;
-  /// lsh: hash the queries, gather each one's probed buckets, rank the candidates exactly
-  /// (cpu/lsh/, cuda/lsh/).
-  virtual void lsh_search(const Context& ctx, const LshSearchArgs& a) const = 0;
-
   /// Copies host bytes into device memory (indexes hand their host results to device outputs).
   virtual void copy_to_device(const Context& ctx, void* dst, const void* src, size_t bytes) const;
+  /// Copies device bytes into host memory (an index re-ranking ties of device queries).
+  virtual void copy_to_host(const Context& ctx, void* dst, const void* src, size_t bytes) const;
 
   /// True when every element of a matrix this backend can read is finite.
   virtual bool all_finite(const Context& ctx, MatrixView<const float> m) const = 0;

@@ -27,4 +27,8 @@ void Backend::copy_to_device(const Context&, void*, const void*, size_t) const {
   throw Error(ErrorCode::unsupported, "the CPU backend has no device memory to copy into");
 }
 
+void Backend::copy_to_host(const Context&, void*, const void*, size_t) const {
+  throw Error(ErrorCode::unsupported, "the CPU backend has no device memory to copy from");
+}
+
 }  // namespace simkit::detail

@@ -14,7 +14,7 @@
 #include <omp.h>
 #endif
 
-#include "cpu/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace simkit::detail {
 
@@ -34,7 +34,7 @@ FarthestPointClustering::FarthestPointClustering(const Context& ctx, const doubl
     : x_(x),
       n_(n),
       d_(d),
-      threads_(cpu::cpu_threads(ctx)),
+      threads_(cpu_threads(ctx)),
       labels_(static_cast<size_t>(n), -1),
       dist2_(static_cast<size_t>(n), std::numeric_limits<double>::infinity()),
       farthest_dist2_(std::numeric_limits<double>::infinity()) {}

@@ -21,9 +21,6 @@ class CpuBackend final : public Backend {
   void select_k(const Context& ctx, const SelectKArgs& a) const override;
   std::unique_ptr<KmeansEngine> kmeans_engine(const Context& ctx, MatrixView<const float> X,
                                               bool spherical) const override;
-  void ivf_search(const Context& ctx, const IvfSearchArgs& a) const override;
-  void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) const override;
-  void lsh_search(const Context& ctx, const LshSearchArgs& a) const override;
   bool all_finite(const Context& ctx, MatrixView<const float> m) const override;
 };
 

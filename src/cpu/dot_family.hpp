@@ -17,25 +17,9 @@
 
 #include <simkit/matrix.hpp>
 #include "core/metric_plan.hpp"
+#include "core/row_stats.hpp"
 
 namespace simkit::detail::cpu {
-
-/// Per-row numbers the epilogues need; which vectors are filled depends on the plan.
-struct RowStats {
-  std::vector<double> sq;    // expanded (l2, sqeuclidean): ||row||^2
-  std::vector<double> inv;   // normalised rows: 1 / ||row|| (after centring), 0 when the norm is 0
-  std::vector<double> mean;  // centred rows (pearson): the row mean
-};
-
-/// Row statistics of A for the plan, rows split over `threads` OpenMP threads.
-RowStats row_stats(MatrixView<const float> A, const MetricPlan& plan, int threads);
-
-/// dst row r = float(src row r - mean[r]), rows x d, both contiguous.
-void centre_rows(const float* src, int64_t rows, int64_t d, const double* mean, float* dst);
-
-/// c[i * ldc + j] = sum_t a[i * d + t] * b[j * d + t]: C = A B^T through cblas_sgemm on the
-/// calling thread's BLAS.
-void gemm_nt(const float* a, int64_t rows_a, const float* b, int64_t rows_b, int64_t d, float* c, int64_t ldc);
 
 /// The fraction tau of ||q||^2 + ||x||^2 below which an expanded squared distance is not
 /// trusted and is recomputed directly; see the derivation in dot_family.cpp.

@@ -19,10 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "core/rescore.hpp"
 #include "cpu/block.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/parallel.hpp"
 #include "cpu/select/top_k.hpp"
 
 namespace simkit::detail::cpu {
@@ -126,7 +126,10 @@ void CpuBackend::knn(const Context& ctx, const KnnArgs& a) const {
             for (int64_t i = 0; i < tq; ++i) {
               TopK& list = sc.lists[static_cast<size_t>(i)];
               const float* row = sc.block.data() + i * tx;
-              if (negate)
+              if (a.row_mask)
+                negate ? list.offer_marked<true>(row, tx, j0, a.row_mask)
+                       : list.offer_marked<false>(row, tx, j0, a.row_mask);
+              else if (negate)
                 list.offer<true>(row, tx, j0);
               else
                 list.offer<false>(row, tx, j0);

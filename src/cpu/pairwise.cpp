@@ -3,9 +3,9 @@
 
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "cpu/block.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 

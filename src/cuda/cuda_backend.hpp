@@ -23,10 +23,8 @@ class CudaBackend final : public Backend {
   void select_k(const Context& ctx, const SelectKArgs& a) const override;
   std::unique_ptr<KmeansEngine> kmeans_engine(const Context& ctx, MatrixView<const float> X,
                                               bool spherical) const override;
-  void ivf_search(const Context& ctx, const IvfSearchArgs& a) const override;
-  void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) const override;
-  void lsh_search(const Context& ctx, const LshSearchArgs& a) const override;
   void copy_to_device(const Context& ctx, void* dst, const void* src, size_t bytes) const override;
+  void copy_to_host(const Context& ctx, void* dst, const void* src, size_t bytes) const override;
   bool all_finite(const Context& ctx, MatrixView<const float> m) const override;
   std::vector<GpuInfo> gpus() const override;
   int device_count() const override;

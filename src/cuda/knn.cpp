@@ -22,6 +22,8 @@
 #include <cstring>
 #include <vector>
 
+#include <simkit/device_matrix.hpp>
+
 #include "core/rescore.hpp"
 #include "cuda/call.hpp"
 #include "cuda/check.hpp"
@@ -127,6 +129,11 @@ class KnnRun {
         ids_(a.ids, p.mb) {
     Resources& r = call.r();
     const int64_t d = s_.d;
+    if (a.row_mask) {  // the row filter, a bit per base row, read by the selection
+      const int64_t words = (a.X.rows + 63) / 64;
+      mask_ =
+          DeviceMatrix<int64_t>(ctx, MatrixView<const int64_t>{reinterpret_cast<const int64_t*>(a.row_mask), words, 1});
+    }
     Carver carve(r.arena);
     ws_ = s_.workspace ? carve.take<unsigned char>(s_.workspace) : nullptr;
     if (s_.translated) {
@@ -217,7 +224,8 @@ class KnnRun {
       l1_tile(q_raw, d, x_raw, d, sl.tile, p_.ldt, mb, nb, d, main_);
     check_cuda(cudaEventRecord(sl.events->computed, main_), "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(select_, sl.events->computed, 0), "cudaStreamWaitEvent");
-    lists.add_tile(sl.tile, p_.ldt, int(nb), s_.keys.mode, aux, j0, select_);
+    lists.add_tile(sl.tile, p_.ldt, int(nb), s_.keys.mode, aux, j0, select_,
+                   a_.row_mask ? reinterpret_cast<const uint32_t*>(mask_.view().data) : nullptr);
     check_cuda(cudaEventRecord(sl.events->selected, select_), "cudaEventRecord");
   }
 
@@ -283,6 +291,7 @@ class KnnRun {
   int64_t* state_i_ = nullptr;
   double* exact_ = nullptr;
   Slot slot_[2];
+  DeviceMatrix<int64_t> mask_;  // KnnArgs::row_mask on the device (32-bit words, little-endian)
   cudaStream_t main_ = nullptr, select_ = nullptr, copy_ = nullptr;
   std::vector<float> host_q_, host_values_;
   std::vector<int64_t> host_ids_, host_out_ids_;

@@ -116,10 +116,14 @@ void knn_fallback(const Context& ctx, Call& call, const KnnArgs& a, int64_t keep
 #pragma omp parallel for schedule(dynamic, 4)
       for (int64_t i = 0; i < rows; ++i) {
         const float* row = tile_rows + i * pending_cols;
-        if (plan.negate)
-          top[size_t(i)].offer<true>(row, pending_cols, pending_id0);
+        cpu::TopK& list = top[size_t(i)];
+        if (a.row_mask)
+          plan.negate ? list.offer_marked<true>(row, pending_cols, pending_id0, a.row_mask)
+                      : list.offer_marked<false>(row, pending_cols, pending_id0, a.row_mask);
+        else if (plan.negate)
+          list.offer<true>(row, pending_cols, pending_id0);
         else
-          top[size_t(i)].offer<false>(row, pending_cols, pending_id0);
+          list.offer<false>(row, pending_cols, pending_id0);
       }
     };
     for (int64_t t = 0; t < tiles; ++t) {

@@ -11,12 +11,12 @@
 
 #include "core/expects.hpp"
 #include "core/quoted_path.hpp"
-#include "index/flat_index.hpp"
+#include "index/flat/flat_index.hpp"
 #include "index/index_file.hpp"
 #include "index/index_support.hpp"
-#include "index/ivf_flat_index.hpp"
-#include "index/ivf_pq_index.hpp"
-#include "index/lsh_index.hpp"
+#include "index/ivf/ivf_flat_index.hpp"
+#include "index/ivf/ivf_pq_index.hpp"
+#include "index/lsh/lsh_index.hpp"
 
 namespace simkit {
 
@@ -73,7 +73,7 @@ bool parse_cells_key(std::string_view description, std::string_view key, std::st
   if (key == "nlist")
     p.nlist = parse_count(description, key, value, 1, int64_t(1) << 24);
   else if (key == "nprobe")
-    p.nprobe = value == "seed" ? kSeedProbes : parse_count(description, key, value, 1, int64_t(1) << 24);
+    p.nprobe = value == "seed" ? kProbeFourFifths : parse_count(description, key, value, 1, int64_t(1) << 24);
   else if (key == "train_sample")
     p.train_sample = parse_count(description, key, value, 0, INT64_MAX);
   else if (key == "iterations")

@@ -4,16 +4,19 @@
 # to the lower id, byte for byte in .ivecs, and print recall@100 = 1.000.
 #
 #   digits.sh SIMKIT_BINARY DATA_DIR WORK_DIR DEVICE      (DEVICE: cpu or gpu)
-# Exits 77 (CTest: skipped) when the data, or for gpu a usable GPU, is absent.
+# DATA_DIR is the repository's tests/data, which ships the digits: a missing file is a failure.
+# Exits 77 (CTest: skipped) for gpu when no usable GPU is visible.
 set -u
 simkit=$1
 data=$2/digits
 work=$3
 device=$4
-if [ ! -f "$data/digits_base.fvecs" ]; then
-  echo "skipped: $data/digits_base.fvecs not found"
-  exit 77
-fi
+for f in digits_base.fvecs digits_query.fvecs digits_groundtruth_sqeuclidean.ivecs; do
+  if [ ! -f "$data/$f" ]; then
+    echo "FAIL: $data/$f not found (it ships in the repository; scripts/make-data.sh digits remakes it)"
+    exit 1
+  fi
+done
 if [ "$device" = gpu ] && ! "$simkit" info | grep -q "^    gpu 0:"; then
   echo "skipped: no usable GPU ($("$simkit" info | grep GPUs))"
   exit 77

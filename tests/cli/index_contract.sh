@@ -106,5 +106,85 @@ if "$simkit" bench ann --quick --device cpu --cases synthetic --indexes flat,ivf
 else
   fail "bench ann --quick: $(tail -5 ann.txt; cat ann.csv 2>/dev/null)"
 fi
+# --allowed: the search returns only listed ids. The lists are written here as .npy without numpy
+# (npy_ints FILE DESCR WIDTH SHAPE ID...: little-endian integers, non-negative, format 1.0) and
+# the ids read back from .ivecs with od, so these checks run wherever bash does.
+npy_ints() {
+  local file=$1 descr=$2 width=$3 shape=$4 id hex bytes i
+  shift 4
+  local header="{'descr': '$descr', 'fortran_order': False, 'shape': ($shape), }"
+  while [ $(((10 + ${#header} + 1) % 64)) -ne 0 ]; do header+=" "; done
+  local len=$((${#header} + 1))
+  {
+    printf '\223NUMPY\001\000'
+    printf '%b' "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8)))"
+    printf '%s\n' "$header"
+    for id in "$@"; do
+      hex=$(printf "%0$((2 * width))x" "$id") bytes=""
+      for ((i = 2 * width - 2; i >= 0; i -= 2)); do bytes+="\\x${hex:i:2}"; done
+      printf '%b' "$bytes"
+    done
+  } >"$file"
+}
+# allowed_rows IVECS K FULL ID...: every row holds K ids, none repeated, each one of ID... or -1;
+# FULL=1: each row holds every ID (fewer than K of them, the rest -1), FULL=0: no -1 at all.
+allowed_rows() {
+  local file=$1 k=$2 full=$3
+  shift 3
+  od -An -v -t d4 "$file" | tr -s ' ' '\n' | grep -v '^$' |
+    awk -v k="$k" -v full="$full" -v list="$*" '
+      BEGIN { rows = 0; n = split(list, a, " "); for (j = 1; j <= n; ++j) ok[a[j]] = 1 }
+      pos == 0 { if ($1 != k) { print "row " rows ": " $1 " ids, expected " k; bad = 1 } pos = k; delete seen; got = 0; pad = 0; next }
+      {
+        --pos
+        if ($1 == -1) ++pad
+        else if (!($1 in ok)) { print "row " rows ": id " $1 " is not allowed"; bad = 1 }
+        else if ($1 in seen) { print "row " rows ": id " $1 " twice"; bad = 1 }
+        else { seen[$1] = 1; ++got }
+        if (pos == 0) {
+          if (full && (got != n || pad != k - n)) { print "row " rows ": " got " of the " n " allowed ids"; bad = 1 }
+          if (!full && pad > 0) { print "row " rows ": " pad " padded slots"; bad = 1 }
+          ++rows
+        }
+      }
+      END { if (rows == 0) { print "no rows"; bad = 1 } exit bad }'
+}
+few="3 50 77 120 200 311 399"
+# shellcheck disable=SC2086
+npy_ints few.npy '<i4' 4 '7,' $few
+many=$(seq 0 399 | awk '$1 % 4 != 0' | tr '\n' ' ')  # 300 of the 400 ids
+# shellcheck disable=SC2086
+npy_ints many.npy '<i8' 8 '300,' $many
+npy_ints unsorted.npy '<i8' 8 '4,' 3 9 7 12
+npy_ints repeated.npy '<i8' 8 '3,' 3 7 7
+npy_ints square.npy '<i8' 8 '2, 2' 1 2 3 4
+npy_ints floats.npy '<f8' 8 '2,' 1 2
+bad "search: --allowed unsorted"  "--allowed: 'unsorted.npy' must be sorted ascending without repeats; position 2 holds 7 after 9" \
+                                                         -- I search --index keep.simkit --queries q.npy -k 3 --allowed unsorted.npy --ids out.npy
+bad "search: --allowed repeated"  "without repeats; position 2 holds 7 after 7" -- I search --index keep.simkit --queries q.npy -k 3 --allowed repeated.npy --ids out.npy
+bad "search: --allowed 2-D"       "one list of ids .*2 x 2" -- I search --index keep.simkit --queries q.npy -k 3 --allowed square.npy --ids out.npy
+bad "search: --allowed floats"    "--allowed: .*integer"   -- I search --index keep.simkit --queries q.npy -k 3 --allowed floats.npy --ids out.npy
+bad "search: --allowed missing"   "--allowed: .*nope.npy"  -- I search --index keep.simkit --queries q.npy -k 3 --allowed nope.npy --ids out.npy
+checks=$((checks + 1))
+# shellcheck disable=SC2086
+if I search --index keep.simkit --queries q.npy -k 10 --nprobe 16 --allowed few.npy --ids few.ivecs --device cpu \
+     >/dev/null 2>few.txt &&
+   grep -qE "^simkit index search: --allowed 'few.npy': 7 ids allowed; (not )?gathered" few.txt &&
+   grep -qE '20 of 20 queries had fewer than k = 10 candidates' few.txt &&
+   allowed_rows few.ivecs 10 1 $few >rows.txt; then
+  echo "ok   search --allowed (7 ids, int32 .npy): every row holds the 7 and pads 3"
+else
+  fail "search --allowed 7 ids: $(cat few.txt rows.txt 2>/dev/null | head -5)"
+fi
+checks=$((checks + 1))
+# shellcheck disable=SC2086
+if I search --index keep.simkit --queries base.npy -k 5 --nprobe 16 --allowed many.npy --ids many.ivecs --device cpu \
+     >/dev/null 2>many.txt &&
+   grep -qE "^simkit index search: --allowed 'many.npy': 300 ids allowed; (not )?gathered" many.txt &&
+   allowed_rows many.ivecs 5 0 $many >rows.txt; then
+  echo "ok   search --allowed (300 ids, int64 .npy): every id returned is allowed, no row padded"
+else
+  fail "search --allowed 300 ids: $(cat many.txt rows.txt 2>/dev/null | head -5)"
+fi
 expect_examples index "bench ann"
 finish

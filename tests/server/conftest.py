@@ -289,7 +289,7 @@ def cli() -> str:
 def shared_data() -> pathlib.Path:
     path = pathlib.Path(os.environ.get("SIMKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
     if not (path / "wordnet" / "base_minilm_f16.npy").exists():
-        pytest.skip(f"no shared data at {path} (wordnet/base_minilm_f16.npy)")
+        pytest.skip(f"no WordNet data at {path / 'wordnet'}: run scripts/make-data.sh wordnet")
     return path
 
 

@@ -33,8 +33,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 

@@ -25,9 +25,9 @@
 #include "core/ifgt_bound.hpp"
 #include "core/ifgt_cluster.hpp"
 #include "core/ifgt_plan.hpp"
+#include "core/parallel.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cpu/gauss/ifgt_monomials.hpp"
-#include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 

@@ -18,9 +18,9 @@
 #include "core/kmeans_engine.hpp"
 #include "core/nearest_bound.hpp"
 #include "core/nearest_operands.hpp"
+#include "core/parallel.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cpu/dot_family.hpp"
-#include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 

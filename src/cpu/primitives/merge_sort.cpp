@@ -17,8 +17,8 @@
 
 #include "core/key_order.hpp"
 #include "core/merge_path.hpp"
+#include "core/parallel.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 

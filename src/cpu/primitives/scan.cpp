@@ -10,9 +10,9 @@
 
 #include <simkit/detail/scan_custom.hpp>
 
+#include "core/parallel.hpp"
 #include "core/scan_ops.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 

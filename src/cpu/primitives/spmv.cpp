@@ -15,8 +15,8 @@
 #include <simkit/detail/scan_custom.hpp>
 
 #include "core/merge_path.hpp"
+#include "core/parallel.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/parallel.hpp"
 
 namespace simkit::detail::cpu {
 

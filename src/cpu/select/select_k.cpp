@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/parallel.hpp"
 #include "cpu/select/top_k.hpp"
 
 namespace simkit::detail::cpu {

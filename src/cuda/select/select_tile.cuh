@@ -139,7 +139,9 @@ __global__ void __launch_bounds__(SelectShape<C>::THREADS) select_merge_kernel(S
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = g0 + (u * TEAM + tid) * 4 + e - shift;
-        if (c >= 0 && c < a.cols && before(key[u][e], a.id0 + c, thr_k, thr_i)) pass |= 1u << (u * 4 + e);
+        if (c >= 0 && c < a.cols && before(key[u][e], a.id0 + c, thr_k, thr_i) &&
+            (a.mask == nullptr || ((a.mask[(a.id0 + c) >> 5] >> ((a.id0 + c) & 31)) & 1u)))
+          pass |= 1u << (u * 4 + e);
       }
     if (__any_sync(0xffffffffu, pass != 0)) {
 #pragma unroll

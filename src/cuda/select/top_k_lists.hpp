@@ -28,6 +28,9 @@ struct SelectArgs {
   float* state_keys;
   int64_t* state_ids;
   int kc;  // the threshold is the kc-th entry of the list (kc <= C)
+  /// When set, column c is a candidate only if bit (id0 + c) is set (word (id0 + c) / 32, device
+  /// memory): k-NN's row filter.
+  const uint32_t* mask = nullptr;
 };
 
 /// The list capacity used for kc candidates: the power of two >= max(kc, 32).
@@ -63,8 +66,8 @@ struct TopKLists {
 
   void reset(cudaStream_t stream) const;
   void add_tile(const float* tile, int64_t ldt, int cols, KeyMode mode, const float* aux, int64_t id0,
-                cudaStream_t stream) const {
-    select_tile(capacity, mode, SelectArgs{tile, ldt, rows, cols, aux, id0, keys, ids, kc}, stream);
+                cudaStream_t stream, const uint32_t* mask = nullptr) const {
+    select_tile(capacity, mode, SelectArgs{tile, ldt, rows, cols, aux, id0, keys, ids, kc, mask}, stream);
   }
   /// The best k (<= kc) of each row, sorted, as values.
   void finish(int64_t k, KeyToValue to, float* out_values, int64_t* out_ids, cudaStream_t stream) const {

@@ -1,0 +1,191 @@
+// The flat index appends: add() writes its rows after the stored ones, remove() moves the last
+// row into each hole, and an id -> row map finds them, so a write costs its batch, not the index.
+// Rows are then in id order only until a removal or a smaller id arrives. While they are, knn's
+// tie rule (equal values by row) is the contract's (by id) and the result is knn's with rows
+// renamed to ids; after, search_rows re-ranks ties by id (index/filtered_search.hpp). On the GPU
+// the rows stay resident between searches and follow the writes row by row (resident_rows.hpp).
+
+#include "index/flat/flat_index.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <numeric>
+#include <shared_mutex>
+#include <vector>
+
+#include <simkit/device_matrix.hpp>
+#include <simkit/error.hpp>
+
+#include "core/backend.hpp"
+#include "index/filtered_search.hpp"
+#include "index/id_filter.hpp"
+#include "index/id_map.hpp"
+#include "index/index_support.hpp"
+#include "index/resident_rows.hpp"
+
+namespace simkit::detail {
+
+namespace {
+
+class FlatIndex final : public Index {
+ public:
+  FlatIndex(int64_t dim, Metric metric) : dim_(dim), metric_(metric) {}
+
+  std::string type() const override { return "flat"; }
+  std::string description() const override { return "flat"; }
+  int64_t dim() const noexcept override { return dim_; }
+  Metric metric() const noexcept override { return metric_; }
+  int64_t size() const override {
+    std::shared_lock lock(mutex_);
+    return size_locked();
+  }
+  bool is_trained() const override { return true; }
+  size_t memory_bytes() const override {
+    std::shared_lock lock(mutex_);
+    return vectors_.size() * sizeof(float) + row_ids_.size() * sizeof(int64_t) + ids_.memory_bytes();
+  }
+  int64_t next_id() const override {
+    std::shared_lock lock(mutex_);
+    return ids_.next();
+  }
+
+  void train(const Context& ctx, MatrixView<const float> X) override { check_rows(ctx, X, dim_, "train"); }
+
+  void add(const Context& ctx, MatrixView<const float> X, ArrayView<const int64_t> given) override {
+    check_rows(ctx, X, dim_, "add");
+    std::unique_lock lock(mutex_);
+    const std::vector<int64_t> ids = ids_.assign(given, X.rows);
+    // In id order within the batch: appended after larger ids, the rows stay in id order.
+    std::vector<int64_t> order(ids.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
+    const int64_t n = size_locked();
+    const size_t d = static_cast<size_t>(dim_);
+    if (n > 0 && ids[size_t(order.front())] < row_ids_.back()) ascending_ = false;
+    const size_t needed = vectors_.size() + static_cast<size_t>(X.rows) * d;
+    if (needed > vectors_.capacity()) vectors_.reserve(std::max(needed, vectors_.size() + vectors_.size() / 2));
+    vectors_.resize(needed);
+    row_ids_.reserve(row_ids_.size() + ids.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int64_t id = ids[size_t(order[i])];
+      std::copy_n(X.row(order[i]), d, vectors_.data() + (static_cast<size_t>(n) + i) * d);
+      row_ids_.push_back(id);
+      ids_.set(id, n + static_cast<int64_t>(i));
+    }
+    device_.mark_from(n);
+  }
+
+  int64_t remove(ArrayView<const int64_t> gone) override {
+    check_remove_ids(gone);
+    std::unique_lock lock(mutex_);
+    const size_t d = static_cast<size_t>(dim_);
+    int64_t removed = 0;
+    for (int64_t i = 0; i < gone.size; ++i) {
+      const std::optional<int64_t> row = ids_.erase(gone[i]);
+      if (!row) continue;
+      ++removed;
+      const int64_t last = size_locked() - 1;
+      if (*row != last) {  // the last row fills the hole
+        std::copy_n(vectors_.data() + static_cast<size_t>(last) * d, d,
+                    vectors_.data() + static_cast<size_t>(*row) * d);
+        row_ids_[size_t(*row)] = row_ids_[size_t(last)];
+        ids_.set(row_ids_[size_t(*row)], *row);
+        device_.mark_row(*row);
+        ascending_ = false;
+      }
+      row_ids_.pop_back();
+      vectors_.resize(static_cast<size_t>(last) * d);
+    }
+    if (size_locked() <= 1) ascending_ = true;
+    return removed;
+  }
+
+  void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams& sp,
+              MatrixView<float> values, MatrixView<int64_t> ids) const override {
+    check_search(ctx, Q, dim_, k, values, ids);
+    if (sp.allowed) check_allowed(*sp.allowed);
+    std::shared_lock lock(mutex_);
+    const MatrixView<const float> stored{vectors_.data(), size_locked(), dim_};
+    const Device device = stored.rows > 0 ? backend_for(ctx, {Q.where, values.where}, "search").device() : Device::cpu;
+    IdRows rows{stored, stored, row_ids_.data(), ascending_};
+    std::vector<uint64_t> mask;
+    if (sp.allowed) {  // a few rows are gathered, many are searched in place (filter_in_scan)
+      if (filter_in_scan(device, sp.allowed->size, stored.rows, stored.rows, k)) {
+        mask.assign(size_t((stored.rows + 63) / 64), 0);
+        rows.allowed = IdFilter(*sp.allowed).mark(row_ids_.data(), stored.rows, 0, mask.data());
+        rows.mask = mask.data();
+      }
+      if (rows.allowed < k)  // the scan needs k allowed rows; fewer are cheap to gather
+        return search_allowed(ctx, Q, k, metric_, stored, allowed_rows_mapped(ids_, *sp.allowed), values, ids,
+                              sp.stats);
+    }
+    // On the GPU the rows stay resident between searches (uploaded on the first one).
+    std::shared_ptr<const DeviceMatrix<float>> resident;
+    if (device == Device::gpu) {
+      resident = device_.sync(ctx, stored);
+      rows.rows = MatrixView<const float>{resident->view().data, stored.rows, dim_, Memory::device};
+    }
+    search_rows(ctx, Q, k, metric_, rows, values, ids, sp.stats);
+  }
+
+  void save(const std::string& path) const override {
+    std::shared_lock lock(mutex_);
+    IndexFileWriter w;
+    // The file keeps rows in id order (load relies on it), whatever order they have here.
+    const int64_t n = size_locked();
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    if (!ascending_)
+      std::sort(order.begin(), order.end(),
+                [&](int64_t a, int64_t b) { return row_ids_[size_t(a)] < row_ids_[size_t(b)]; });
+    std::vector<int64_t> ids(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) ids[size_t(r)] = row_ids_[size_t(order[size_t(r)])];
+    write_common(w, "flat", metric_, dim_, n, ids_.next());
+    w.add("ids", ids.data(), ids.size() * sizeof(int64_t));
+    std::vector<float> sorted;  // the writer keeps a pointer until write(): it must outlive it
+    if (!ascending_) {
+      sorted.resize(vectors_.size());
+      const size_t d = static_cast<size_t>(dim_);
+      for (int64_t r = 0; r < n; ++r)
+        std::copy_n(vectors_.data() + static_cast<size_t>(order[size_t(r)]) * d, d, sorted.data() + size_t(r) * d);
+    }
+    const std::vector<float>& rows = ascending_ ? vectors_ : sorted;
+    w.add("vectors", rows.data(), rows.size() * sizeof(float));
+    w.write(path);
+  }
+
+  void load(const IndexFile& f, const CommonHeader& h) {
+    std::vector<int64_t> ids = read_array<int64_t>(f, "ids", h.size);
+    if (!std::is_sorted(ids.begin(), ids.end())) refuse_file(f, "the flat index's ids are not in order");
+    vectors_ = read_array<float>(f, "vectors", h.size * h.dim);
+    check_finite_section(f, "vectors", vectors_);
+    ids_.reset(ids, h.next_id, f.path());
+    row_ids_ = std::move(ids);
+    ascending_ = true;
+  }
+
+ private:
+  int64_t size_locked() const noexcept { return static_cast<int64_t>(row_ids_.size()); }
+
+  int64_t dim_;
+  Metric metric_;
+  std::vector<float> vectors_;    // size() x dim, in the order written (see above)
+  std::vector<int64_t> row_ids_;  // the id of each row
+  IdMap ids_;                     // id -> row
+  bool ascending_ = true;         // row_ids_ ascends
+  ResidentRows device_;
+  mutable std::shared_mutex mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<Index> make_flat_index(int64_t dim, Metric metric) { return std::make_unique<FlatIndex>(dim, metric); }
+
+std::unique_ptr<Index> load_flat_index(const IndexFile& f) {
+  const CommonHeader h = read_common(f, "flat");
+  auto index = std::make_unique<FlatIndex>(h.dim, h.metric);
+  index->load(f, h);
+  return index;
+}
+
+}  // namespace simkit::detail

@@ -1,0 +1,49 @@
+#include "index/ivf/ivf_core.hpp"
+
+#include <algorithm>
+
+#include <simkit/index.hpp>
+#include <simkit/knn.hpp>
+
+#include "core/expects.hpp"
+#include "core/sample_rows.hpp"
+
+namespace simkit::detail {
+
+Metric coarse_metric(Metric m) {
+  switch (m) {
+    case Metric::cosine: return Metric::cosine;
+    case Metric::pearson: return Metric::pearson;
+    case Metric::dot: return Metric::dot;
+    default: return Metric::sqeuclidean;
+  }
+}
+
+Metric kmeans_metric(Metric coarse) {
+  return coarse == Metric::cosine || coarse == Metric::pearson ? Metric::cosine : Metric::sqeuclidean;
+}
+
+int64_t resolve_nprobe(int64_t asked, int64_t build_default, int64_t nlist) {
+  if (asked == 0) asked = build_default;
+  if (asked == 0) return std::max<int64_t>(1, nlist / 32);
+  if (asked == kProbeFourFifths) return std::min<int64_t>(nlist, (8 * nlist + 9) / 10);
+  SIMKIT_EXPECTS(asked >= 1, invalid_argument, "search: nprobe must be >= 1 (or kProbeFourFifths), got ", asked);
+  return std::min(asked, nlist);
+}
+
+MatrixView<const float> training_sample(MatrixView<const float> X, int64_t cap, int64_t nlist, uint64_t seed,
+                                        Matrix<float>& holder) {
+  if (cap >= X.rows) return X;
+  SplitMix64 rng(seed ^ 0x1f0a5eedull);
+  holder = draw_sample(X, std::max(cap, nlist), rng);
+  return holder.view();
+}
+
+std::vector<int64_t> nearest_cells(const Context& ctx, MatrixView<const float> X, const IvfCore& core) {
+  Context quiet = ctx;
+  quiet.progress = nullptr;
+  const KnnResult cell = knn(quiet, X, core.centroid_rows(), 1, core.coarse);
+  return std::vector<int64_t>(cell.ids.data(), cell.ids.data() + X.rows);
+}
+
+}  // namespace simkit::detail

@@ -1,0 +1,70 @@
+#pragma once
+// What ivf_flat and ivf_pq share: the cells (k-means centroids, how rows and queries meet them,
+// the training sample, the nprobe rules) and the list arena (index/ivf/list_arena.hpp). Each
+// family's lists (ivf_lists.hpp, ivf_pq_lists.hpp) are an IvfCore plus the per-row columns it
+// stores; IvfIndexBase (ivf_index_base.hpp) trains, adds and removes through it once for both.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <simkit/context.hpp>
+#include <simkit/matrix.hpp>
+#include <simkit/metric.hpp>
+
+#include "core/metric_plan.hpp"
+#include "index/ivf/list_arena.hpp"
+
+namespace simkit::detail {
+
+/// Whatever a GPU searcher keeps resident for one family's lists (cuda/); dropped on any change.
+class IvfDeviceLists {
+ public:
+  virtual ~IvfDeviceLists() = default;
+};
+
+struct IvfCore {
+  int64_t dim = 0;
+  int64_t nlist = 0;
+  MetricPlan plan;                      // the index's metric
+  Metric coarse = Metric::sqeuclidean;  // how rows and queries are compared with the centroids
+  std::vector<float> centroids;         // nlist x dim
+  ListArena arena;                      // the lists' rows and ids; not ready until trained
+
+  bool trained() const noexcept { return arena.ready(); }
+  int64_t size() const noexcept { return arena.size(); }
+  MatrixView<const float> centroid_rows() const noexcept { return {centroids.data(), nlist, dim}; }
+
+  /// The device copy, made by a GPU searcher on first use and dropped by every change.
+  mutable std::mutex device_mutex;
+  mutable std::shared_ptr<IvfDeviceLists> device;
+  void drop_device_copy() const {
+    std::lock_guard g(device_mutex);
+    device.reset();
+  }
+};
+
+/// How rows and queries meet the centroids, per metric: by cosine for cosine, by pearson for
+/// pearson (centroids of centred rows have mean 0: their cosine), by inner product for dot (as
+/// FAISS's IndexIVFFlat for METRIC_INNER_PRODUCT), by squared distance otherwise (l1 has no
+/// k-means of its own: the l2 cells are still a good partition of space).
+Metric coarse_metric(Metric m);
+
+/// The k-means that trains cells for `coarse`: spherical for cosine and pearson, squared
+/// distance otherwise.
+Metric kmeans_metric(Metric coarse);
+
+/// Lists scanned per query: `asked` (clamped to nlist), or kProbeFourFifths (ceil(0.8 nlist)), or 0
+/// for the build's default, itself max(1, nlist / 32) when 0. Error(invalid_argument) below 1.
+int64_t resolve_nprobe(int64_t asked, int64_t build_default, int64_t nlist);
+
+/// At most `cap` rows of X drawn with `seed` (never fewer than nlist), copied into `holder`, or X
+/// itself when it is no larger.
+MatrixView<const float> training_sample(MatrixView<const float> X, int64_t cap, int64_t nlist, uint64_t seed,
+                                        Matrix<float>& holder);
+
+/// Each row's nearest centroid under `coarse` (exact k-NN, k = 1, ties to the lower list).
+std::vector<int64_t> nearest_cells(const Context& ctx, MatrixView<const float> X, const IvfCore& core);
+
+}  // namespace simkit::detail
