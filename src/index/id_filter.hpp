@@ -24,6 +24,11 @@ class IdFilter {
     return hashed_.count(id) != 0;
   }
 
+  /// The dense form, when the filter has it: bit id of word id / 64 for ids below limit()
+  /// (empty for the hash-set form, and for a filter allowing nothing).
+  const std::vector<uint64_t>& bitmap() const noexcept { return bitmap_; }
+  int64_t limit() const noexcept { return limit_; }
+
   /// Sets bit (at + i) of `mask` (bit r of word r / 64) for each allowed ids[i], i < count;
   /// returns how many were set.
   int64_t mark(const int64_t* ids, int64_t count, int64_t at, uint64_t* mask) const;

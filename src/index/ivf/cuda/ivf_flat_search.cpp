@@ -28,6 +28,7 @@
 #include "cuda/rescore.hpp"
 #include "cuda/resources.hpp"
 #include "cuda/select/top_k_lists.hpp"
+#include "index/ivf/cuda/filter_mask.hpp"
 #include "index/ivf/cuda/ivf_kernels.hpp"
 #include "index/ivf/ivf_searchers.hpp"
 
@@ -207,12 +208,8 @@ void ivf_flat_search(const Context& ctx, const IvfSearchArgs& a) {
   const size_t budget = working_budget(ctx, r);
   const std::shared_ptr<const DeviceLists> D = device_lists(ctx, *a.lists, budget);
   const IvfLists& L = *D->host;  // positions on the device index the compact lists
-  DeviceMatrix<int64_t> mask_d;  // the allow-list's bits over those positions
-  if (a.filter) {
-    const std::vector<uint64_t> bits = a.lists->arena.mask(*a.filter, /*compact=*/true);
-    mask_d = DeviceMatrix<int64_t>(
-        ctx, MatrixView<const int64_t>{reinterpret_cast<const int64_t*>(bits.data()), int64_t(bits.size()), 1});
-  }
+  const DeviceFilterMask mask(a.filter, a.lists->arena, D->uid_of_rank_d.view().data, D->rank_of_pos_d.view().data,
+                              L.size(), s);
   const int64_t dp4 = D->dp4, dp = 4 * dp4;
   const int capacity = select_capacity(kc);
   // Streamed: a segment buffer of whole lists, at least the largest list, else a quarter of the budget.
@@ -324,7 +321,7 @@ void ivf_flat_search(const Context& ctx, const IvfSearchArgs& a) {
                            int(kc),
                            slot_keys,
                            slot_ranks,
-                           a.filter ? reinterpret_cast<const uint32_t*>(mask_d.view().data) : nullptr};
+                           mask.bits()};
     if (!D->streamed) {
       ivf_scan(key_for(L.plan), capacity, items, args, s);
     } else {

@@ -66,6 +66,13 @@ void ivf_prepare_queries(const float* Q, int64_t m, int64_t d, int64_t dp, bool 
 /// out[i] = table[ranks[i]], or `none` where ranks[i] is INT64_MAX or -1.
 void ivf_lookup(const int64_t* ranks, int64_t count, const int64_t* table, int64_t none, int64_t* out, cudaStream_t s);
 
+/// mask bit p (word p / 32) := whether the id at position p (uid_of_rank[rank_of_pos[p]]) is set
+/// in `bitmap` (bit id of word id / 64, ids below `limit`): an allow-list's dense id bitmap
+/// turned into the scan's position mask on the device, instead of a pass over the ids on the
+/// host per search. Every word of the mask is written.
+void ivf_mark_allowed(const int64_t* uid_of_rank, const int64_t* rank_of_pos, int64_t count, const uint64_t* bitmap,
+                      int64_t limit, uint32_t* mask, cudaStream_t s);
+
 /// Final outputs: ids[i] = uid_of_rank[ranks[i]] and values[i] as they are, or (-1, worst)
 /// where the rank is -1 (fewer than k candidates).
 void ivf_finish(const int64_t* ranks, const float* values_in, int64_t count, const int64_t* uid_of_rank, float worst,

@@ -32,6 +32,7 @@
 #include "cuda/rescore.hpp"
 #include "cuda/resources.hpp"
 #include "cuda/select/top_k_lists.hpp"
+#include "index/ivf/cuda/filter_mask.hpp"
 #include "index/ivf/cuda/ivf_kernels.hpp"
 #include "index/ivf/cuda/ivf_pq_kernels.hpp"
 #include "index/ivf/ivf_searchers.hpp"
@@ -265,12 +266,8 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) {
                             PqDeviceLists::code_bytes(given) + size_t(n * d) * 4 <= budget / 2;
   const std::shared_ptr<const PqDeviceLists> D = device_lists(ctx, given, with_vectors);
   const IvfPqLists& L = *D->host;  // positions on the device index the compact lists
-  DeviceMatrix<int64_t> mask_d;    // the allow-list's bits over those positions
-  if (a.filter) {
-    const std::vector<uint64_t> bits = given.arena.mask(*a.filter, /*compact=*/true);
-    mask_d = DeviceMatrix<int64_t>(
-        ctx, MatrixView<const int64_t>{reinterpret_cast<const int64_t*>(bits.data()), int64_t(bits.size()), 1});
-  }
+  const DeviceFilterMask mask(a.filter, given.arena, D->uid_of_rank_d.view().data, D->rank_of_pos_d.view().data,
+                              L.size(), s);
 
   const bool q_host = a.Q.where == Memory::host;
   const size_t per_query = size_t(q_host ? d * 4 : 0) + size_t(d) * 4 + size_t(nprobe) * (4 + 8 + 8) +
@@ -360,7 +357,7 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) {
                           int(kc),
                           slot_keys,
                           slot_ranks,
-                          a.filter ? reinterpret_cast<const uint32_t*>(mask_d.view().data) : nullptr};
+                          mask.bits()};
     pq_scan(form_of(L.table), capacity, b * nprobe, args, s);
     ivf_merge(capacity, b, nprobe * kc, int(kc), slot_keys, slot_ranks, cand_keys, cand_ranks, s);
 

@@ -214,6 +214,20 @@ __global__ void lookup_kernel(const int64_t* ranks, int64_t count, const int64_t
   out[i] = r < 0 || r == kNoId ? none : table[r];
 }
 
+/// A warp per 32 positions: each lane tests its row's id against the bitmap, the ballot is the
+/// mask word (a warp covers whole words, so no word is written twice).
+__global__ void mark_kernel(const int64_t* uid_of_rank, const int64_t* rank_of_pos, int64_t count,
+                            const uint64_t* bitmap, int64_t limit, uint32_t* mask) {
+  const int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  bool allowed = false;
+  if (p < count) {
+    const int64_t id = uid_of_rank[rank_of_pos[p]];
+    allowed = id >= 0 && id < limit && ((bitmap[id >> 6] >> (id & 63)) & 1u);
+  }
+  const unsigned word = __ballot_sync(kFull, allowed);
+  if ((threadIdx.x & 31) == 0 && p < count) mask[p >> 5] = word;
+}
+
 __global__ void finish_kernel(const int64_t* ranks, const float* values_in, int64_t count, const int64_t* uid_of_rank,
                               float worst, int64_t* ids, float* values) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -285,6 +299,13 @@ void ivf_lookup(const int64_t* ranks, int64_t count, const int64_t* table, int64
   if (count == 0) return;
   lookup_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(ranks, count, table, none, out);
   check_launch("ivf lookup_kernel");
+}
+
+void ivf_mark_allowed(const int64_t* uid_of_rank, const int64_t* rank_of_pos, int64_t count, const uint64_t* bitmap,
+                      int64_t limit, uint32_t* mask, cudaStream_t s) {
+  if (count == 0) return;
+  mark_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(uid_of_rank, rank_of_pos, count, bitmap, limit, mask);
+  check_launch("ivf mark_kernel");
 }
 
 void ivf_finish(const int64_t* ranks, const float* values_in, int64_t count, const int64_t* uid_of_rank, float worst,
