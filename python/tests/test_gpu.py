@@ -37,8 +37,16 @@ def test_knn_on_gpu_tensors_equals_cpu(gpu_framework: Any, rng: np.random.Genera
     assert _is_on_gpu(gpu_framework, D) and _is_on_gpu(gpu_framework, I)
     assert tuple(D.shape) == (123, 10) and str(I.dtype).endswith("int64")
     Dc, Ic = simkit.knn(Q, X, 10, metric, device="cpu")
-    np.testing.assert_array_equal(_to_host(I), Ic)
-    np.testing.assert_allclose(_to_host(D), Dc, rtol=1e-6, atol=1e-6)
+    Ig, Dg = _to_host(I), _to_host(D)
+    np.testing.assert_allclose(Dg, Dc, rtol=1e-6, atol=1e-6)
+    if metric != "l1":
+        np.testing.assert_array_equal(Ig, Ic)  # float64 re-scores: the same ids on near-ties
+        return
+    # l1 is not re-scored: each backend ranks its own float32 sums, which fold in a different
+    # order, so two rows whose values agree to rounding may trade places -- nothing else.
+    for q, p in zip(*np.nonzero(Ig != Ic)):
+        assert set(Ig[q]) == set(Ic[q]) or p == 9, (q, p)
+        assert abs(float(Dg[q, p]) - float(Dc[q, p])) <= 1e-5 * abs(float(Dc[q, p])), (q, p)
 
 
 def test_pairwise_select_sort_scan_on_gpu(gpu_framework: Any, rng: np.random.Generator) -> None:
