@@ -100,6 +100,7 @@ void CpuBackend::knn(const Context& ctx, const KnnArgs& a) const {
     const int64_t kc = a.plan.candidates(a.k, n);
     const Finisher finisher(a, kc);
     const bool negate = a.plan.negate;
+    const std::vector<float> poison = a.row_mask ? filter_poison(a.row_mask, n) : std::vector<float>{};
 
     const int64_t q_tiles = (m + kQueryTile - 1) / kQueryTile;
     const int64_t x_tiles = (n + kBaseTile - 1) / kBaseTile;
@@ -125,10 +126,10 @@ void CpuBackend::knn(const Context& ctx, const KnnArgs& a) const {
             engine.compute(sc.ws, i0, tq, j0, tx, sc.block.data(), tx, /*squared=*/true);
             for (int64_t i = 0; i < tq; ++i) {
               TopK& list = sc.lists[static_cast<size_t>(i)];
-              const float* row = sc.block.data() + i * tx;
+              float* row = sc.block.data() + i * tx;
               if (a.row_mask)
-                negate ? list.offer_marked<true>(row, tx, j0, a.row_mask)
-                       : list.offer_marked<false>(row, tx, j0, a.row_mask);
+                negate ? list.offer_filtered<true>(row, tx, j0, poison.data() + j0)
+                       : list.offer_filtered<false>(row, tx, j0, poison.data() + j0);
               else if (negate)
                 list.offer<true>(row, tx, j0);
               else

@@ -65,7 +65,6 @@ class FlatIndex final : public Index {
     const size_t needed = vectors_.size() + static_cast<size_t>(X.rows) * d;
     if (needed > vectors_.capacity()) vectors_.reserve(std::max(needed, vectors_.size() + vectors_.size() / 2));
     vectors_.resize(needed);
-    row_ids_.reserve(row_ids_.size() + ids.size());
     for (size_t i = 0; i < order.size(); ++i) {
       const int64_t id = ids[size_t(order[i])];
       std::copy_n(X.row(order[i]), d, vectors_.data() + (static_cast<size_t>(n) + i) * d);

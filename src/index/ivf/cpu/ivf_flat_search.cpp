@@ -95,9 +95,11 @@ void ivf_flat_search(const Context& ctx, const IvfSearchArgs& a) {
     const int64_t m = a.Q.rows, d = L.dim, nprobe = a.nprobe, k = a.k;
     const int64_t kc = L.plan.candidates(k, L.size());
     const bool negate = L.plan.negate;
-    // The allow-list's rows, a bit per arena row, tested as each list tile is offered.
-    const std::vector<uint64_t> mask = a.filter ? L.arena.mask(*a.filter, /*compact=*/false) : std::vector<uint64_t>{};
-    const uint64_t* marks = a.filter ? mask.data() : nullptr;
+    // The allow-list's rows, a poison value per arena row (TopK::offer_filtered), added to each
+    // list tile as it is offered.
+    const std::vector<float> poison =
+        a.filter ? filter_poison(L.arena.mask(*a.filter, /*compact=*/false).data(), L.arena.arena_rows())
+                 : std::vector<float>{};
 
     // 1. The nearest nprobe centroids of every query.
     Matrix<float> probe_values(m, nprobe);
@@ -180,10 +182,12 @@ void ivf_flat_search(const Context& ctx, const IvfSearchArgs& a) {
               const int64_t tx = std::min(kBaseTile, len - c0);
               engine.compute(sc.ws, 0, r, j0 + c0, tx, sc.block.data(), tx, /*squared=*/true);
               for (int64_t i = 0; i < r; ++i) {
-                const float* row = sc.block.data() + i * tx;
-                if (marks)
-                  negate ? sc.lists[static_cast<size_t>(i)].offer_marked<true>(row, tx, j0 + c0, marks)
-                         : sc.lists[static_cast<size_t>(i)].offer_marked<false>(row, tx, j0 + c0, marks);
+                float* row = sc.block.data() + i * tx;
+                if (a.filter)
+                  negate
+                      ? sc.lists[static_cast<size_t>(i)].offer_filtered<true>(row, tx, j0 + c0, poison.data() + j0 + c0)
+                      : sc.lists[static_cast<size_t>(i)].offer_filtered<false>(row, tx, j0 + c0,
+                                                                               poison.data() + j0 + c0);
                 else if (negate)
                   sc.lists[static_cast<size_t>(i)].offer<true>(row, tx, j0 + c0);
                 else
