@@ -24,6 +24,7 @@
 
 #include "contexts.hpp"
 #include "index/id_filter.hpp"
+#include "index/ivf/probe_pairs.hpp"
 #include "index_check.hpp"
 #include "reference.hpp"
 
@@ -224,6 +225,32 @@ TEST(IdFilter, DenseAndSparseIdsMarkTheSameRows) {
   }
   const std::vector<int64_t> none;
   EXPECT_FALSE(detail::IdFilter(ArrayView<const int64_t>{none.data(), 0}).allows(0));
+}
+
+// The batch inversion every list scan starts from: pairs grouped by list, in pair order within.
+TEST(ProbePairs, GroupsEveryPairUnderItsListInOrder) {
+  std::mt19937_64 rng(test_seed());
+  const int64_t nlist = 37, count = 1001;
+  std::vector<int64_t> probes(count);
+  for (int64_t& p : probes) p = int64_t(rng() % uint64_t(nlist - 5));  // the last lists stay empty
+  std::vector<int64_t> start, pairs;
+  detail::group_pairs_by_list(probes.data(), count, nlist, start, pairs);
+  ASSERT_EQ(start.size(), size_t(nlist + 1));
+  ASSERT_EQ(start.front(), 0);
+  ASSERT_EQ(start.back(), count);
+  std::vector<int64_t> seen;
+  for (int64_t l = 0; l < nlist; ++l)
+    for (int64_t i = start[size_t(l)]; i < start[size_t(l + 1)]; ++i) {
+      const int64_t p = pairs[size_t(i)];
+      EXPECT_EQ(probes[size_t(p)], l);
+      if (i > start[size_t(l)]) {
+        EXPECT_LT(pairs[size_t(i - 1)], p) << "pair order within a list";
+      }
+      seen.push_back(p);
+    }
+  std::sort(seen.begin(), seen.end());
+  for (int64_t p = 0; p < count; ++p) ASSERT_EQ(seen[size_t(p)], p);
+  for (int64_t l = nlist - 5; l < nlist; ++l) EXPECT_EQ(start[size_t(l)], start[size_t(l + 1)]);
 }
 
 }  // namespace

@@ -77,11 +77,8 @@ const IvfLists& compact_view(const IvfLists& L, std::unique_ptr<IvfLists>& holde
   C.coarse = L.coarse;
   C.centroids = L.centroids;
   // Only the held rows travel, in list order: no copy of the spare rows or the garbage.
-  const std::vector<int64_t> order = L.arena.compact_order();
-  std::vector<int64_t> ids(order.size()), offsets{0};
-  for (size_t i = 0; i < order.size(); ++i) ids[i] = L.arena.ids[size_t(order[i])];
-  for (int64_t l = 0; l < L.nlist; ++l) offsets.push_back(offsets.back() + L.arena.length(l));
-  C.arena.assign(offsets, std::move(ids));
+  std::vector<int64_t> order;
+  C.arena = L.arena.compacted(order);
   gather_rows(L, order, C);
   return C;
 }

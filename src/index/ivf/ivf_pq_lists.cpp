@@ -52,11 +52,8 @@ const IvfPqLists& compact_view(const IvfPqLists& L, std::unique_ptr<IvfPqLists>&
   C.m = L.m, C.ksub = L.ksub, C.table = L.table, C.codebooks = L.codebooks;
   C.keeps_vectors = L.keeps_vectors, C.refine_on_device = L.refine_on_device;
   // Only the held rows travel, in list order: no copy of the spare rows or the garbage.
-  const std::vector<int64_t> order = L.arena.compact_order();
-  std::vector<int64_t> ids(order.size()), offsets{0};
-  for (size_t i = 0; i < order.size(); ++i) ids[i] = L.arena.ids[size_t(order[i])];
-  for (int64_t l = 0; l < L.nlist; ++l) offsets.push_back(offsets.back() + L.arena.length(l));
-  C.arena.assign(offsets, std::move(ids));
+  std::vector<int64_t> order;
+  C.arena = L.arena.compacted(order);
   gather_rows(L, order, C);
   return C;
 }

@@ -34,6 +34,16 @@ std::vector<int64_t> ListArena::compact_order() const {
   return order;
 }
 
+ListArena ListArena::compacted(std::vector<int64_t>& order) const {
+  order = compact_order();
+  std::vector<int64_t> packed(order.size()), o{0};
+  for (size_t i = 0; i < order.size(); ++i) packed[i] = ids[size_t(order[i])];
+  for (int64_t l = 0; l < nlist(); ++l) o.push_back(o.back() + length(l));
+  ListArena out;
+  out.assign(o, std::move(packed));
+  return out;
+}
+
 int64_t ListArena::find(int64_t l, int64_t id) const {
   const auto first = ids.begin() + begin[size_t(l)], last = ids.begin() + end[size_t(l)];
   const auto it = std::lower_bound(first, last, id);
@@ -118,18 +128,10 @@ int64_t ListArena::erase(int64_t l, const std::vector<int64_t>& gone, Columns& c
 }
 
 void ListArena::compact(Columns& c) {
-  const std::vector<int64_t> order = compact_order();
-  std::vector<int64_t> packed(order.size());
-  for (size_t i = 0; i < order.size(); ++i) packed[i] = ids[size_t(order[i])];
+  std::vector<int64_t> order;
+  ListArena packed = compacted(order);
   c.gather(order);
-  ids = std::move(packed);
-  int64_t at = 0;
-  for (int64_t l = 0; l < nlist(); ++l) {
-    const int64_t len = length(l);
-    begin[size_t(l)] = at;
-    end[size_t(l)] = limit[size_t(l)] = at + len;
-    at += len;
-  }
+  *this = std::move(packed);
 }
 
 void ListArena::compact_if_sparse(Columns& c) {

@@ -52,6 +52,9 @@ class ListArena {
   std::vector<int64_t> offsets() const;
   /// Every list's rows, list after list: the compact order of the arena's rows.
   std::vector<int64_t> compact_order() const;
+  /// A compact arena holding these lists, and in `order` the rows it took, in its order (for the
+  /// caller to gather its columns).
+  ListArena compacted(std::vector<int64_t>& order) const;
   /// The arena row of `id` in list l, or -1 (a binary search: the list is in id order).
   int64_t find(int64_t l, int64_t id) const;
   /// The rows `filter` allows, as a mask (bit r of word r / 64) over the arena's rows, or with

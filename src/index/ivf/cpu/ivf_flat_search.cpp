@@ -29,6 +29,7 @@
 #include "cpu/block.hpp"
 #include "cpu/select/top_k.hpp"
 #include "index/ivf/ivf_searchers.hpp"
+#include "index/ivf/probe_pairs.hpp"
 
 namespace simkit::detail::cpu {
 
@@ -131,15 +132,7 @@ void ivf_flat_search(const Context& ctx, const IvfSearchArgs& a) {
       const RowStats q_stats = row_stats(Qb, L.plan, 1);
 
       // 2. Pairs (query in batch * nprobe + probe) sorted by list.
-      std::fill(list_start.begin(), list_start.end(), 0);
-      for (int64_t i = 0; i < B * nprobe; ++i) ++list_start[static_cast<size_t>(probes.data()[b0 * nprobe + i] + 1)];
-      std::partial_sum(list_start.begin(), list_start.end(), list_start.begin());
-      pairs.resize(static_cast<size_t>(B * nprobe));
-      {
-        std::vector<int64_t> fill(list_start.begin(), list_start.end() - 1);
-        for (int64_t i = 0; i < B * nprobe; ++i)
-          pairs[static_cast<size_t>(fill[static_cast<size_t>(probes.data()[b0 * nprobe + i])]++)] = i;
-      }
+      group_pairs_by_list(probes.data() + b0 * nprobe, B * nprobe, L.nlist, list_start, pairs);
       std::vector<Task> tasks;
       for (int64_t l = 0; l < L.nlist; ++l) {
         const int64_t len = L.arena.length(l);

@@ -31,6 +31,7 @@
 #include "index/ivf/cuda/filter_mask.hpp"
 #include "index/ivf/cuda/ivf_kernels.hpp"
 #include "index/ivf/ivf_searchers.hpp"
+#include "index/ivf/probe_pairs.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -279,14 +280,7 @@ void ivf_flat_search(const Context& ctx, const IvfSearchArgs& a) {
                                        MatrixView<int64_t>{probes, b, nprobe, Memory::device}});
     probes_h.resize(size_t(b * nprobe));
     copy_sync(probes_h.data(), probes, probes_h.size() * 8, cudaMemcpyDeviceToHost, s);
-    std::fill(start.begin(), start.end(), 0);
-    for (int64_t p : probes_h) ++start[size_t(p + 1)];
-    std::partial_sum(start.begin(), start.end(), start.begin());
-    pairs_h.resize(probes_h.size());
-    {
-      std::vector<int64_t> fill(start.begin(), start.end() - 1);
-      for (size_t i = 0; i < probes_h.size(); ++i) pairs_h[size_t(fill[size_t(probes_h[i])]++)] = int64_t(i);
-    }
+    group_pairs_by_list(probes_h.data(), int64_t(probes_h.size()), nlist, start, pairs_h);
     item_list.clear(), item_first.clear(), item_count.clear();
     for (int64_t l = 0; l < nlist; ++l)
       for (int64_t p = start[size_t(l)]; p < start[size_t(l + 1)]; p += kScanQueries) {

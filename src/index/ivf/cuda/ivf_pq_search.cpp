@@ -36,6 +36,7 @@
 #include "index/ivf/cuda/ivf_kernels.hpp"
 #include "index/ivf/cuda/ivf_pq_kernels.hpp"
 #include "index/ivf/ivf_searchers.hpp"
+#include "index/ivf/probe_pairs.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -324,17 +325,8 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) {
                                        MatrixView<int64_t>{probes, b, nprobe, Memory::device}});
     probes_h.resize(size_t(b * nprobe));
     copy_sync(probes_h.data(), probes, probes_h.size() * 8, cudaMemcpyDeviceToHost, s);
-    std::fill(start.begin(), start.end(), 0);
-    for (int64_t p : probes_h) {
-      ++start[size_t(p + 1)];
-      candidates += L.arena.length(p);
-    }
-    std::partial_sum(start.begin(), start.end(), start.begin());
-    pairs_h.resize(probes_h.size());
-    {
-      std::vector<int64_t> fill(start.begin(), start.end() - 1);
-      for (size_t i = 0; i < probes_h.size(); ++i) pairs_h[size_t(fill[size_t(probes_h[i])]++)] = int64_t(i);
-    }
+    for (int64_t p : probes_h) candidates += L.arena.length(p);
+    group_pairs_by_list(probes_h.data(), int64_t(probes_h.size()), nlist, start, pairs_h);
     check_cuda(cudaMemcpyAsync(pairs_d, pairs_h.data(), pairs_h.size() * 8, cudaMemcpyHostToDevice, s),
                "cudaMemcpyAsync");
 
