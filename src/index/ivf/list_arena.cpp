@@ -92,7 +92,11 @@ void ListArena::merge(int64_t l, const std::vector<int64_t>& rows, const std::ve
                       const Put& put) {
   const int64_t add = static_cast<int64_t>(rows.size()), len = length(l);
   if (add == 0) return;
-  if (begin[size_t(l)] + len + add > limit[size_t(l)]) move_list(l, capacity_for(len + add), c);
+  // A list filled from empty by a batch (a bulk build) gets exactly its rows: a static index
+  // carries no spare rows (WordNet, ivf_flat: 185 MB, not 280); it moves, with room, on its first
+  // later write.
+  if (begin[size_t(l)] + len + add > limit[size_t(l)])
+    move_list(l, len == 0 && add >= 16 ? add : capacity_for(len + add), c);
   // Backwards, so the list's own rows move at most once and only those after the first new one.
   const int64_t b = begin[size_t(l)];
   int64_t w = b + len + add - 1, r = b + len - 1, f = add - 1;

@@ -5,7 +5,8 @@
 // not the index: new rows merge into their list's block in place while it has room, and a list
 // that outgrows its block moves to the arena's end with half its length to spare (its old
 // block becomes garbage, reclaimed by compact() once spare rows and garbage are half the
-// arena). Freshly built or loaded arenas are compact: begin[l + 1] == end[l], no spare rows --
+// arena). A list filled from empty by one batch gets no spare rows: a bulk-built index is as
+// small as a compact one. Freshly built or loaded arenas are compact: begin[l + 1] == end[l], no spare rows --
 // the form the GPU copy and the file take.
 //
 // Within a list the rows stay in id order (every write merges by id): the scans keep a list's
