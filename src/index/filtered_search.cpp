@@ -83,20 +83,6 @@ AllowedRows allowed_rows_mapped(const IdMap& stored, ArrayView<const int64_t> al
   return out;
 }
 
-AllowedRows allowed_rows_any(const std::vector<int64_t>& stored, ArrayView<const int64_t> allowed) {
-  std::vector<std::pair<int64_t, int64_t>> found;  // (id, row)
-  const int64_t* begin = allowed.data;
-  const int64_t* end = allowed.data + allowed.size;
-  for (size_t r = 0; r < stored.size(); ++r)
-    if (std::binary_search(begin, end, stored[r])) found.emplace_back(stored[r], static_cast<int64_t>(r));
-  std::sort(found.begin(), found.end());
-  AllowedRows out;
-  out.ids.reserve(found.size());
-  out.rows.reserve(found.size());
-  for (const auto& [id, row] : found) out.ids.push_back(id), out.rows.push_back(row);
-  return out;
-}
-
 namespace {
 
 /// The best kk <= X.rows rows of each query of Q by knn's rule (ties by row), as host matrices.

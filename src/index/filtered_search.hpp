@@ -1,11 +1,12 @@
 #pragma once
-// Exact k-NN over a chosen set of an index's rows: the flat index's search, and every index's
-// search restricted to an allow-list (SearchParams::allowed).
+// Filtered searches: the planner that chooses how an allow-list (SearchParams::allowed) is met,
+// and the exact k-NN over a chosen set of an index's rows -- the flat index's search, and every
+// index's search over the gathered rows of a selective allow-list.
 //
-// The rows are handed to the backend's k-NN in id order, so its tie rule (equal values by row)
-// is the contract's (by id), and its row numbers become ids by one lookup. An allow-list is met
-// on the host: its rows are gathered into a temporary matrix, which the GPU backend reads from
-// host memory like any other base.
+// Rows handed to the backend's k-NN in id order keep its tie rule (equal values by row) the
+// contract's (by id), and row numbers become ids by one lookup; rows in another order are
+// re-ranked (search_rows). A gathered allow-list's rows are copied on the host into a temporary
+// matrix, which the GPU backend reads from host memory like any other base.
 
 #include <cstdint>
 #include <vector>
@@ -42,10 +43,6 @@ AllowedRows allowed_rows_sorted(const std::vector<int64_t>& stored, ArrayView<co
 
 /// The allowed rows of an index that maps ids to rows (flat): one lookup per allowed id.
 AllowedRows allowed_rows_mapped(const IdMap& stored, ArrayView<const int64_t> allowed);
-
-/// The allowed rows where row r holds `stored[r]`, in any order (ivf_flat): a binary search per
-/// row, then sorted by id.
-AllowedRows allowed_rows_any(const std::vector<int64_t>& stored, ArrayView<const int64_t> allowed);
 
 /// Rows an exact search runs over: row r of `rows` holds id ids[r]. `host` is the same rows in
 /// host memory (the same view when `rows` are there): ties are re-ranked from it.
