@@ -151,13 +151,9 @@ class LshIndex final : public Index {
     std::shared_lock lock(mutex_);
     if (sp.allowed) {
       // An allow-list is met exactly over its rows, whatever buckets hold them (index.hpp).
-      const AllowedRows allowed = allowed_rows_sorted(T_.ids, *sp.allowed);
-      if (sp.stats) {
-        const int64_t count = static_cast<int64_t>(allowed.rows.size());
-        sp.stats->candidates += count * Q.rows;
-        if (count < k) sp.stats->short_rows += Q.rows;
-      }
-      return search_allowed(ctx, Q, k, metric_, T_.rows(), allowed, values, ids);
+      // search_allowed counts the rows as candidates, a short list's queries, and the gather.
+      return search_allowed(ctx, Q, k, metric_, T_.rows(), allowed_rows_sorted(T_.ids, *sp.allowed), values, ids,
+                            sp.stats);
     }
     SearchOutput out(values, ids);
     if (T_.size() == 0 || !T_.trained()) {
