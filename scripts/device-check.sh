@@ -249,7 +249,7 @@ if [ -n "${base_pid:-}" ]; then
   if wait "$base_pid"; then
     log "before/after: $BASE_SRC (old) vs this tree (new), ${REGRESSION_ROUNDS:-3} rounds"
     bash "$root/scripts/bench-regression.sh" "$base_build/apps/cli/simkit" "$build/apps/cli/simkit" "$OUT" \
-      "${REGRESSION_ROUNDS:-3}" | tee -a "$OUT/summary.txt" || status=1
+      "${REGRESSION_ROUNDS:-3}" "${REGRESSION_SUITES:-pairwise knn}" | tee -a "$OUT/summary.txt" || status=1
   else
     log "building BASE_SRC FAILED (see build-base.log)"; status=1
   fi

@@ -220,7 +220,9 @@ void add_bench_command(CLI::App& app) {
   ann_cmd->add_option("--lsh", ann->lsh, "lsh configurations, TABLESxBITS, comma-separated (6x2: the seed's)")
       ->capture_default_str();
   ann_cmd->add_option("--probes", ann->probes, "the lsh probes sweep (buckets per table)")->capture_default_str();
-  ann_cmd->add_option("--single", ann->single, "queries timed one per call for p50 / p99")->capture_default_str();
+  ann_cmd->add_option("--single", ann->single, "queries timed one per call for p50 / p99 (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   ann_cmd->add_option("--data", ann->data, "the WordNet directory (base, queries, truth)")->capture_default_str();
   ann_cmd->add_option("--save", ann->save, "write <case>_base.npy, _queries.npy, _truth.npy here for the peers");
   ann_cmd->footer(

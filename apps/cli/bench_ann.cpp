@@ -118,6 +118,10 @@ Point measure(const Setup& s, const Index& index, const AnnCase& c, const Search
   p.recall = double(count_hits(r.ids, c.truth, kK)) / double(c.queries.rows() * kK);
   std::vector<double> lat;
   const int64_t n1 = std::min(singles, c.queries.rows());
+  if (n1 <= 0) {  // --single 0: no latency column
+    p.p50_ms = p.p99_ms = std::nan("");
+    return p;
+  }
   for (int64_t i = 0; i < n1 + 3; ++i) {
     const MatrixView<const float> q{c.queries.data() + (i % n1) * c.queries.cols(), 1, c.queries.cols()};
     const auto t0 = std::chrono::steady_clock::now();

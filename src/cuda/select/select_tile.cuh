@@ -28,7 +28,7 @@
 
 #include <cstdint>
 
-#include "cuda/select/bitonic.cuh"
+#include "cuda/select/team_top_k.cuh"
 #include "cuda/select/top_k_lists.hpp"
 
 namespace simkit::detail::cuda {
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(SelectShape<C>::THREADS) select_merge_kernel(S
   using S = SelectShape<C>;
   constexpr int TEAM = S::TEAM, U = S::U, G = S::G, B = S::B;
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ int s_count;  // block teams only
+  __shared__ int s_count;  // block teams' survivor count
 
   const int team = TEAM == 32 ? int(threadIdx.x / 32) : 0;
   const int tid = TEAM == 32 ? int(threadIdx.x % 32) : int(threadIdx.x);
@@ -78,29 +78,15 @@ __global__ void __launch_bounds__(SelectShape<C>::THREADS) select_merge_kernel(S
 
   float* state_k = a.state_keys + int64_t(r) * C;
   int64_t* state_i = a.state_ids + int64_t(r) * C;
-  float thr_k = state_k[a.kc - 1];
-  int64_t thr_i = state_i[a.kc - 1];
+  TeamTopK<TEAM, C, B> top(lk, li, bk, bi, a.kc, &s_count);
+  top.set_threshold(state_k[a.kc - 1], state_i[a.kc - 1], tid);
   bool loaded = false;
-  int count = 0;
-  if constexpr (TEAM != 32) {
-    if (tid == 0) s_count = 0;
-    __syncthreads();
-  }
-
   auto merge = [&]() {
     if (!loaded) {
       for (int i = tid; i < C; i += TEAM) lk[i] = state_k[i], li[i] = state_i[i];
       loaded = true;
     }
-    team_sync<TEAM>();
-    merge_into_list<TEAM, C, B>(lk, li, bk, bi, count, tid);
-    thr_k = lk[a.kc - 1];
-    thr_i = li[a.kc - 1];
-    count = 0;
-    if constexpr (TEAM != 32) {
-      if (tid == 0) s_count = 0;
-      __syncthreads();
-    }
+    top.merge(tid);
   };
 
   constexpr bool kAux = MODE == KeyMode::add_aux || MODE == KeyMode::mul_aux;
@@ -139,44 +125,21 @@ __global__ void __launch_bounds__(SelectShape<C>::THREADS) select_merge_kernel(S
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = g0 + (u * TEAM + tid) * 4 + e - shift;
-        if (c >= 0 && c < a.cols && before(key[u][e], a.id0 + c, thr_k, thr_i) &&
+        if (c >= 0 && c < a.cols && top.beats(key[u][e], a.id0 + c) &&
             (a.mask == nullptr || ((a.mask[(a.id0 + c) >> 5] >> ((a.id0 + c) & 31)) & 1u)))
           pass |= 1u << (u * 4 + e);
       }
     if (__any_sync(0xffffffffu, pass != 0)) {
 #pragma unroll
       for (int q = 0; q < U * 4; ++q) {
-        const bool p = (pass >> q) & 1u;
-        const unsigned mask = __ballot_sync(0xffffffffu, p);
-        if (mask == 0) continue;
-        int at;
-        if constexpr (TEAM == 32) {
-          at = count;
-          count += __popc(mask);
-        } else {
-          int first = 0;
-          const int leader = __ffs(mask) - 1;
-          if (lane == leader) first = atomicAdd(&s_count, __popc(mask));
-          at = __shfl_sync(0xffffffffu, first, leader);
-        }
-        if (p) {
-          const int slot = at + __popc(mask & ((1u << lane) - 1u));
-          const int u = q / 4, e = q % 4;
-          bk[slot] = key[u][e];
-          bi[slot] = a.id0 + g0 + (u * TEAM + tid) * 4 + e - shift;
-        }
+        const int u = q / 4, e = q % 4;
+        top.append((pass >> q) & 1u, key[u][e], [&] { return a.id0 + g0 + (u * TEAM + tid) * 4 + e - shift; }, lane);
       }
     }
-    if constexpr (TEAM == 32) {
-      __syncwarp();
-    } else {
-      __syncthreads();
-      count = s_count;
-      __syncthreads();  // everyone has read s_count before the next group adds to it
-    }
-    if (count > B - G) merge();
+    top.sync_count();
+    if (top.room() < G) merge();
   }
-  if (count > 0) merge();
+  if (!top.empty()) merge();
   if (loaded)
     for (int i = tid; i < C; i += TEAM) state_k[i] = lk[i], state_i[i] = li[i];
 }

@@ -1,6 +1,6 @@
 // CPU ivf_pq search: probe, scan each probed list's codes through a lookup table, re-rank.
 //
-// Unlike ivf_flat's scan (one sgemm per list tile for a batch of queries, cpu/ivf/ivf_search.cpp)
+// Unlike ivf_flat's scan (one sgemm per list tile for a batch of queries, cpu/ivf_flat_search.cpp)
 // a code scan is table lookups, m bytes per row: a list is small in memory (m bytes a row) and
 // the work per (query, list) pair is m lookups per row, plus (l1, or lists without row terms)
 // its table. So queries run independently, one task each:

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cuda/check.hpp"
-#include "index/ivf/cuda/ivf_kernels.hpp"
+#include "index/ivf/cuda/ivf_driver_kernels.hpp"
 
 namespace simkit::detail::cuda {
 

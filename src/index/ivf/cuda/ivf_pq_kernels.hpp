@@ -21,7 +21,7 @@
 // |q' - c|^2 as the bias (cpu/ivf/ivf_pq_search.cpp). So the two backends' approximate keys
 // agree to float rounding, not exactly: with every probed row re-ranked the results are the
 // same; otherwise the ids may differ among near-equal keys (tests/test_gpu_ivf_pq.cpp).
-// Candidates carry the row's rank among the index's ids, as in ivf_flat (ivf_kernels.hpp).
+// Candidates carry the row's rank among the index's ids, as in ivf_flat (ivf_driver_kernels.hpp).
 
 #include <cuda_runtime.h>
 
@@ -72,18 +72,5 @@ void pq_scan(PqForm form, int capacity, int64_t count, const PqScanArgs& a, cuda
 /// (`centre`), or copied.
 void pq_prepare_queries(const float* Q, int64_t rows, int64_t d, bool normalize, bool centre, float* out,
                         cudaStream_t s);
-
-/// keys[i] = float32 column-order sum |q_t - x_t| of query i / kc against row pos[i] (the value
-/// the GPU k-NN's l1 kernel gives), +inf where pos[i] is INT64_MAX.
-void pq_l1_keys(const float* Q, const float* X, int64_t d, const int64_t* pos, int64_t rows, int64_t kc, float* keys,
-                cudaStream_t s);
-
-/// How refine = 0 turns an approximate key into the metric's value.
-enum class PqValue : int { plain, root, cosine, negate };
-
-/// Final outputs from sorted (key or value, rank): ids[i] = uid_of_rank[ranks[i]], values[i]
-/// mapped by `map`, or (-1, worst) where the rank is -1 (fewer than k candidates).
-void pq_finish(const int64_t* ranks, const float* keys, int64_t count, const int64_t* uid_of_rank, PqValue map,
-               float worst, int64_t* ids, float* values, cudaStream_t s);
 
 }  // namespace simkit::detail::cuda

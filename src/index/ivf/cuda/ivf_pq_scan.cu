@@ -20,7 +20,7 @@
 #include <cstdint>
 
 #include "cuda/check.hpp"
-#include "cuda/select/bitonic.cuh"
+#include "cuda/select/team_top_k.cuh"
 #include "index/ivf/cuda/ivf_pq_kernels.hpp"
 
 namespace simkit::detail::cuda {
@@ -29,11 +29,6 @@ namespace {
 
 constexpr int W = kPqScanWarps;
 constexpr unsigned kFull = 0xffffffffu;
-
-template <int C>
-constexpr int buffer_of() {
-  return C < 64 ? 64 : C;
-}
 
 template <PqForm F>
 __device__ __forceinline__ double table_term(double r, double b) {
@@ -51,7 +46,7 @@ __device__ __forceinline__ double table_term(double r, double b) {
 
 template <int C, PqForm F>
 __global__ void __launch_bounds__(kPqScanThreads) pq_scan_kernel(PqScanArgs a) {
-  constexpr int B = buffer_of<C>();
+  constexpr int B = WarpTopK<C>::kBuffer;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ float s_bias;
   int64_t* li_all = reinterpret_cast<int64_t*>(smem);
@@ -78,7 +73,8 @@ __global__ void __launch_bounds__(kPqScanThreads) pq_scan_kernel(PqScanArgs a) {
       if (lane == 0) s_bias = float(-acc);
     }
   }
-  for (int i = tid; i < W * C; i += kPqScanThreads) lk_all[i] = kInf, li_all[i] = kNoId;
+  WarpTopK<C> top(lk_all + warp * C, li_all + warp * C, bk_all + warp * B, bi_all + warp * B, a.kc);
+  top.reset(lane);
   __syncthreads();
 
   // The table; rows m .. 4 m4 - 1 are zeros, so the scan adds the padding bytes' codes (0) as
@@ -100,12 +96,6 @@ __global__ void __launch_bounds__(kPqScanThreads) pq_scan_kernel(PqScanArgs a) {
   const int64_t r0 = a.row_start[list], len = a.row_start[list + 1] - r0;
   const int64_t groups = (len + 31) / 32;
   const uint32_t* words = a.words + a.group_start[list] * a.m4 * 32 + lane;
-  float* lk = lk_all + warp * C;
-  int64_t* li = li_all + warp * C;
-  float* bk = bk_all + warp * B;
-  int64_t* bi = bi_all + warp * B;
-  int cnt = 0;
-  float threshold = kInf;
   const float bias = F == PqForm::neg_dot ? s_bias : 0.f;
 
   for (int64_t g = warp; g < groups; g += W) {
@@ -122,37 +112,21 @@ __global__ void __launch_bounds__(kPqScanThreads) pq_scan_kernel(PqScanArgs a) {
     if constexpr (F == PqForm::neg_dot) key += bias;
     const int64_t row = g * 32 + lane;
     const bool real = row < len && (a.mask == nullptr || ((a.mask[(r0 + row) >> 5] >> ((r0 + row) & 31)) & 1u));
-    bool take = real && key < threshold;
-    unsigned mask = __ballot_sync(kFull, take);
-    if (mask == 0) continue;
-    if (cnt + 32 > B) {
-      merge_into_list<32, C, B>(lk, li, bk, bi, cnt, lane);
-      cnt = 0;
-      threshold = lk[a.kc - 1];
-      take = real && key < threshold;
-      mask = __ballot_sync(kFull, take);
-    }
-    if (take) {
-      const int at = cnt + __popc(mask & ((1u << lane) - 1u));
-      bk[at] = key;
-      bi[at] = a.rank_of_pos[r0 + row];
-    }
-    cnt += __popc(mask);
-    __syncwarp();
+    top.offer(
+        key, [&](const auto& t) { return real && t.beats(key); }, [&] { return a.rank_of_pos[r0 + row]; }, lane);
   }
-  if (cnt > 0) merge_into_list<32, C, B>(lk, li, bk, bi, cnt, lane);
+  top.flush(lane);
   __syncthreads();
 
   // Pairwise merges of the warps' lists: in round `step`, warp w (a multiple of 2 step) takes
   // the best kc of warp w + step's list, whose region then serves as its buffer (kc <= C).
   for (int step = 1; step < W; step *= 2) {
-    if (warp % (2 * step) == 0)
-      merge_into_list<32, C, B>(lk, li, lk_all + (warp + step) * C, li_all + (warp + step) * C, a.kc, lane);
+    if (warp % (2 * step) == 0) top.absorb(lk_all + (warp + step) * C, li_all + (warp + step) * C, lane);
     __syncthreads();
   }
   if (warp == 0) {
     const int64_t slot = pair * a.kc;
-    for (int i = lane; i < a.kc; i += 32) a.slot_keys[slot + i] = lk[i], a.slot_ranks[slot + i] = li[i];
+    top.store(a.slot_keys + slot, a.slot_ranks + slot, a.kc, lane);
   }
 }
 
@@ -182,38 +156,6 @@ __global__ void prepare_kernel(const float* Q, int64_t rows, int64_t d, bool nor
   }
 }
 
-__global__ void l1_keys_kernel(const float* Q, const float* X, int64_t d, const int64_t* pos, int64_t rows, int64_t kc,
-                               float* keys) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= rows * kc) return;
-  const int64_t p = pos[i];
-  if (p == kNoId) {
-    keys[i] = kInf;
-    return;
-  }
-  // One thread, columns in order: the same float32 sum as the k-NN's l1 tile (l1_tile.cuh).
-  const float* q = Q + (i / kc) * d;
-  const float* x = X + p * d;
-  float acc = 0.f;
-  for (int64_t t = 0; t < d; ++t) acc += fabsf(q[t] - x[t]);
-  keys[i] = acc;
-}
-
-__global__ void finish_kernel(const int64_t* ranks, const float* keys, int64_t count, const int64_t* uid_of_rank,
-                              PqValue map, float worst, int64_t* ids, float* values) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const int64_t r = ranks[i];
-  const bool empty = r < 0 || r == kNoId;
-  const float k = keys[i];
-  float v = k;
-  if (map == PqValue::root) v = sqrtf(k);
-  if (map == PqValue::cosine) v = 1.0f - k * 0.5f;
-  if (map == PqValue::negate) v = -k;
-  ids[i] = empty ? -1 : uid_of_rank[r];
-  values[i] = empty ? worst : v;
-}
-
 template <int C, PqForm F>
 void launch_scan(int64_t count, const PqScanArgs& a, cudaStream_t s) {
   const size_t smem = pq_scan_smem(a.m, a.ksub, a.d, C);
@@ -239,7 +181,7 @@ void scan_with(int capacity, int64_t count, const PqScanArgs& a, cudaStream_t s)
 
 size_t pq_scan_smem(int64_t m, int64_t ksub, int64_t d, int capacity) {
   const int64_t m4 = (m + 3) / 4;
-  const int64_t buffer = capacity < 64 ? 64 : capacity;
+  const int64_t buffer = capacity < 64 ? 64 : capacity;  // WarpTopK's buffer
   return size_t(W) * size_t(capacity + buffer) * 12 + size_t(m4 * 4 * ksub) * 4 + size_t(d) * 4;
 }
 
@@ -257,21 +199,6 @@ void pq_prepare_queries(const float* Q, int64_t rows, int64_t d, bool normalize,
   if (rows == 0) return;
   prepare_kernel<<<unsigned((rows + 7) / 8), 256, 0, s>>>(Q, rows, d, normalize, centre, out);
   check_launch("ivf_pq prepare_kernel");
-}
-
-void pq_l1_keys(const float* Q, const float* X, int64_t d, const int64_t* pos, int64_t rows, int64_t kc, float* keys,
-                cudaStream_t s) {
-  const int64_t count = rows * kc;
-  if (count == 0) return;
-  l1_keys_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(Q, X, d, pos, rows, kc, keys);
-  check_launch("ivf_pq l1_keys_kernel");
-}
-
-void pq_finish(const int64_t* ranks, const float* keys, int64_t count, const int64_t* uid_of_rank, PqValue map,
-               float worst, int64_t* ids, float* values, cudaStream_t s) {
-  if (count == 0) return;
-  finish_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(ranks, keys, count, uid_of_rank, map, worst, ids, values);
-  check_launch("ivf_pq finish_kernel");
 }
 
 }  // namespace simkit::detail::cuda

@@ -18,8 +18,8 @@
 #include <cstdint>
 
 #include "cuda/check.hpp"
-#include "cuda/select/bitonic.cuh"
-#include "index/ivf/cuda/ivf_kernels.hpp"
+#include "cuda/select/team_top_k.cuh"
+#include "index/ivf/cuda/ivf_flat_kernels.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -31,9 +31,9 @@ constexpr unsigned kFull = 0xffffffffu;
 
 template <int C>
 struct ScanShape {
-  static constexpr int B = C < 64 ? 64 : C;  // survivor buffer per query
+  static constexpr int B = WarpTopK<C>::kBuffer;  // survivor buffer per query
   static size_t smem(int64_t dp4) {
-    return size_t(QT) * size_t(dp4) * 16 + size_t(QT) * kThreads * 4 + size_t(QT) * (C + B) * 12;
+    return size_t(QT) * size_t(dp4) * 16 + size_t(QT) * kThreads * 4 + size_t(QT) * WarpTopK<C>::kBytes;
   }
 };
 
@@ -82,18 +82,12 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(IvfScanArgs a) {
     const int64_t c = i % dp4;
     sq[i] = qi < count ? a.queries[(a.pairs[first + qi] / a.nprobe) * dp4 + c] : make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  for (int i = tid; i < QT * C; i += kThreads) lk_all[i] = kInf, li_all[i] = kNoId;
+  WarpTopK<C> top(lk_all + warp * C, li_all + warp * C, bk_all + warp * B, bi_all + warp * B, a.kc);
+  top.reset(lane);
   __syncthreads();
 
   const int64_t r0 = a.row_start[list], len = a.row_start[list + 1] - r0;
   const float4* groups = a.inter + (a.group_start[list] - a.group_base) * dp4 * 32;
-  float* lk = lk_all + warp * C;
-  int64_t* li = li_all + warp * C;
-  float* bk = bk_all + warp * B;
-  int64_t* bi = bi_all + warp * B;
-  int cnt = 0;
-  float threshold = kInf;
-
   for (int64_t base = 0; base < len; base += kThreads) {
     const int64_t row = base + tid;
     float acc[QT];
@@ -117,80 +111,18 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(IvfScanArgs a) {
     if (warp < count) {
       for (int w = 0; w < kThreads / 32; ++w) {
         const float key = ks[warp * kThreads + w * 32 + lane];
-        bool take = key < threshold;
-        unsigned mask = __ballot_sync(kFull, take);
-        if (mask == 0) continue;
-        if (cnt + 32 > B) {
-          merge_into_list<32, C, B>(lk, li, bk, bi, cnt, lane);
-          cnt = 0;
-          threshold = lk[a.kc - 1];
-          take = key < threshold;
-          mask = __ballot_sync(kFull, take);
-        }
-        if (take) {
-          const int at = cnt + __popc(mask & ((1u << lane) - 1u));
-          bk[at] = key;
-          bi[at] = a.rank_of_pos[r0 + base + w * 32 + lane];
-        }
-        cnt += __popc(mask);
-        __syncwarp();
+        const int64_t pos = r0 + base + w * 32 + lane;
+        top.offer(
+            key, [&](const auto& t) { return t.beats(key); }, [&] { return a.rank_of_pos[pos]; }, lane);
       }
     }
     __syncthreads();
   }
   if (warp < count) {
-    if (cnt > 0) merge_into_list<32, C, B>(lk, li, bk, bi, cnt, lane);
+    top.flush(lane);
     const int64_t slot = a.pairs[first + warp] * a.kc;
-    for (int i = lane; i < a.kc; i += 32) a.slot_keys[slot + i] = lk[i], a.slot_ranks[slot + i] = li[i];
+    top.store(a.slot_keys + slot, a.slot_ranks + slot, a.kc, lane);
   }
-}
-
-constexpr int kMergeWarps = 4;
-
-template <int C>
-__global__ void __launch_bounds__(32 * kMergeWarps)
-    merge_kernel(int64_t queries, int64_t per_query, int kc, const float* slot_keys, const int64_t* slot_ranks,
-                 float* keys, int64_t* ranks) {
-  constexpr int B = C < 64 ? 64 : C;
-  __shared__ float lk_all[kMergeWarps][C], bk_all[kMergeWarps][B];
-  __shared__ int64_t li_all[kMergeWarps][C], bi_all[kMergeWarps][B];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t q = int64_t(blockIdx.x) * kMergeWarps + warp;
-  if (q >= queries) return;  // whole warps only
-  float* lk = lk_all[warp];
-  int64_t* li = li_all[warp];
-  float* bk = bk_all[warp];
-  int64_t* bi = bi_all[warp];
-  for (int i = lane; i < C; i += 32) lk[i] = kInf, li[i] = kNoId;
-  __syncwarp();
-  int cnt = 0;
-  float tk = kInf;
-  int64_t ti = kNoId;
-  const float* in_k = slot_keys + q * per_query;
-  const int64_t* in_i = slot_ranks + q * per_query;
-  for (int64_t j0 = 0; j0 < per_query; j0 += 32) {
-    const int64_t j = j0 + lane;
-    const float key = j < per_query ? in_k[j] : kInf;
-    const int64_t id = j < per_query ? in_i[j] : kNoId;
-    bool take = before(key, id, tk, ti);
-    unsigned mask = __ballot_sync(kFull, take);
-    if (mask == 0) continue;
-    if (cnt + 32 > B) {
-      merge_into_list<32, C, B>(lk, li, bk, bi, cnt, lane);
-      cnt = 0;
-      tk = lk[kc - 1], ti = li[kc - 1];
-      take = before(key, id, tk, ti);
-      mask = __ballot_sync(kFull, take);
-    }
-    if (take) {
-      const int at = cnt + __popc(mask & ((1u << lane) - 1u));
-      bk[at] = key, bi[at] = id;
-    }
-    cnt += __popc(mask);
-    __syncwarp();
-  }
-  if (cnt > 0) merge_into_list<32, C, B>(lk, li, bk, bi, cnt, lane);
-  for (int i = lane; i < kc; i += 32) keys[q * kc + i] = lk[i], ranks[q * kc + i] = li[i];
 }
 
 __global__ void prepare_kernel(const float* Q, int64_t m, int64_t d, int64_t dp, bool centre, float* out) {
@@ -205,37 +137,6 @@ __global__ void prepare_kernel(const float* Q, int64_t m, int64_t d, int64_t dp,
     mean /= double(d);
   }
   for (int64_t t = lane; t < dp; t += 32) out[r * dp + t] = t < d ? float(double(q[t]) - mean) : 0.f;
-}
-
-__global__ void lookup_kernel(const int64_t* ranks, int64_t count, const int64_t* table, int64_t none, int64_t* out) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const int64_t r = ranks[i];
-  out[i] = r < 0 || r == kNoId ? none : table[r];
-}
-
-/// A warp per 32 positions: each lane tests its row's id against the bitmap, the ballot is the
-/// mask word (a warp covers whole words, so no word is written twice).
-__global__ void mark_kernel(const int64_t* uid_of_rank, const int64_t* rank_of_pos, int64_t count,
-                            const uint64_t* bitmap, int64_t limit, uint32_t* mask) {
-  const int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  bool allowed = false;
-  if (p < count) {
-    const int64_t id = uid_of_rank[rank_of_pos[p]];
-    allowed = id >= 0 && id < limit && ((bitmap[id >> 6] >> (id & 63)) & 1u);
-  }
-  const unsigned word = __ballot_sync(kFull, allowed);
-  if ((threadIdx.x & 31) == 0 && p < count) mask[p >> 5] = word;
-}
-
-__global__ void finish_kernel(const int64_t* ranks, const float* values_in, int64_t count, const int64_t* uid_of_rank,
-                              float worst, int64_t* ids, float* values) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const int64_t r = ranks[i];
-  const bool empty = r < 0 || r == kNoId;
-  ids[i] = empty ? -1 : uid_of_rank[r];
-  values[i] = empty ? worst : values_in[i];
 }
 
 template <int C, IvfKey KEY>
@@ -270,49 +171,9 @@ void ivf_scan(IvfKey key, int capacity, int64_t items, const IvfScanArgs& a, cud
   }
 }
 
-void ivf_merge(int capacity, int64_t queries, int64_t per_query, int kc, const float* slot_keys,
-               const int64_t* slot_ranks, float* keys, int64_t* ranks, cudaStream_t s) {
-  const unsigned blocks = unsigned((queries + kMergeWarps - 1) / kMergeWarps);
-  switch (capacity) {
-    case 32:
-      merge_kernel<32><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks);
-      break;
-    case 64:
-      merge_kernel<64><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks);
-      break;
-    case 128:
-      merge_kernel<128><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks);
-      break;
-    default:
-      merge_kernel<256><<<blocks, 32 * kMergeWarps, 0, s>>>(queries, per_query, kc, slot_keys, slot_ranks, keys, ranks);
-      break;
-  }
-  check_launch("ivf merge_kernel");
-}
-
 void ivf_prepare_queries(const float* Q, int64_t m, int64_t d, int64_t dp, bool centre, float* out, cudaStream_t s) {
   prepare_kernel<<<unsigned((m + 7) / 8), 256, 0, s>>>(Q, m, d, dp, centre, out);
   check_launch("ivf prepare_kernel");
-}
-
-void ivf_lookup(const int64_t* ranks, int64_t count, const int64_t* table, int64_t none, int64_t* out, cudaStream_t s) {
-  if (count == 0) return;
-  lookup_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(ranks, count, table, none, out);
-  check_launch("ivf lookup_kernel");
-}
-
-void ivf_mark_allowed(const int64_t* uid_of_rank, const int64_t* rank_of_pos, int64_t count, const uint64_t* bitmap,
-                      int64_t limit, uint32_t* mask, cudaStream_t s) {
-  if (count == 0) return;
-  mark_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(uid_of_rank, rank_of_pos, count, bitmap, limit, mask);
-  check_launch("ivf mark_kernel");
-}
-
-void ivf_finish(const int64_t* ranks, const float* values_in, int64_t count, const int64_t* uid_of_rank, float worst,
-                int64_t* ids, float* values, cudaStream_t s) {
-  if (count == 0) return;
-  finish_kernel<<<unsigned((count + 255) / 256), 256, 0, s>>>(ranks, values_in, count, uid_of_rank, worst, ids, values);
-  check_launch("ivf finish_kernel");
 }
 
 }  // namespace simkit::detail::cuda

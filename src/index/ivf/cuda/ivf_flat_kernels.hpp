@@ -1,5 +1,5 @@
 #pragma once
-// The ivf_flat kernels (ivf_scan.cu) and what the host side (ivf_search.cpp) hands them.
+// The ivf_flat list scan (ivf_flat_scan.cu) and what its host side (ivf_flat_search.cpp) hands it.
 //
 // Device layout of the lists: rows padded to dp = 4 ceil(d / 4) columns with zeros and stored
 // interleaved, 32 rows to a group: group g holds, for each 4-column chunk c, the 32 rows' float4
@@ -30,7 +30,7 @@ constexpr int kScanQueries = 8;
 
 struct IvfScanArgs {
   const float4* inter;         // the interleaved lists, from group `group_base` on
-  int64_t group_base;          // 0, or the first group of the segment streamed in (ivf_search.cpp)
+  int64_t group_base;          // 0, or the first group of the segment streamed in (ivf_flat_search.cpp)
   int64_t dp4;                 // float4 chunks per row
   const int64_t* group_start;  // nlist + 1: each list's first group
   const int64_t* row_start;    // nlist + 1: each list's first row (position)
@@ -50,32 +50,11 @@ struct IvfScanArgs {
   const uint32_t* mask = nullptr;
 };
 
-/// Largest kc the device scan keeps (its list capacity); beyond it the host scans.
-constexpr int kIvfMaxCandidates = 256;
-
-/// One block per work item. capacity = select_capacity(kc) <= kIvfMaxCandidates.
+/// One block per work item. capacity = select_capacity(kc) <= kIvfMaxCandidates
+/// (ivf_driver_kernels.hpp).
 void ivf_scan(IvfKey key, int capacity, int64_t items, const IvfScanArgs& a, cudaStream_t s);
-
-/// Per query, the best kc of its nprobe * kc slot candidates by (key, rank).
-void ivf_merge(int capacity, int64_t queries, int64_t per_query, int kc, const float* slot_keys,
-               const int64_t* slot_ranks, float* keys, int64_t* ranks, cudaStream_t s);
 
 /// Prepared queries (m x dp, zero padded) from the originals (m x d): centred when `centre`.
 void ivf_prepare_queries(const float* Q, int64_t m, int64_t d, int64_t dp, bool centre, float* out, cudaStream_t s);
-
-/// out[i] = table[ranks[i]], or `none` where ranks[i] is INT64_MAX or -1.
-void ivf_lookup(const int64_t* ranks, int64_t count, const int64_t* table, int64_t none, int64_t* out, cudaStream_t s);
-
-/// mask bit p (word p / 32) := whether the id at position p (uid_of_rank[rank_of_pos[p]]) is set
-/// in `bitmap` (bit id of word id / 64, ids below `limit`): an allow-list's dense id bitmap
-/// turned into the scan's position mask on the device, instead of a pass over the ids on the
-/// host per search. Every word of the mask is written.
-void ivf_mark_allowed(const int64_t* uid_of_rank, const int64_t* rank_of_pos, int64_t count, const uint64_t* bitmap,
-                      int64_t limit, uint32_t* mask, cudaStream_t s);
-
-/// Final outputs: ids[i] = uid_of_rank[ranks[i]] and values[i] as they are, or (-1, worst)
-/// where the rank is -1 (fewer than k candidates).
-void ivf_finish(const int64_t* ranks, const float* values_in, int64_t count, const int64_t* uid_of_rank, float worst,
-                int64_t* ids, float* values, cudaStream_t s);
 
 }  // namespace simkit::detail::cuda
