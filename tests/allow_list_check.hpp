@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include <simkit/index.hpp>
 #include <simkit/knn.hpp>
 
+#include "index_check.hpp"
 #include "reference.hpp"
 
 namespace simkit::test {
@@ -85,12 +87,9 @@ inline void expect_allowed_result(const Context& ctx, const IndexSearchResult& r
 /// An allow-list search in each kind's exhaustive mode (every list probed, every candidate
 /// re-ranked, every bucket probed): exact whichever plan the index picks -- gathering the
 /// allowed rows, or testing the list inside its scan (index.hpp).
-inline SearchParams allowing(const std::vector<int64_t>& allowed) {
-  SearchParams sp;
-  sp.allowed = allowed;
-  sp.nprobe = 1 << 20;
-  sp.refine = 1 << 20;
-  sp.probes = 1 << 30;
+inline std::unique_ptr<SearchParams> allowing(const Index& index, const std::vector<int64_t>& allowed) {
+  std::unique_ptr<SearchParams> sp = all_lists(index);
+  sp->allowed = allowed;
   return sp;
 }
 

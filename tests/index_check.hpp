@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -54,6 +55,22 @@ inline void expect_same(const IndexSearchResult& a, const IndexSearchResult& b, 
       ASSERT_EQ(std::memcmp(a.values.data() + e, b.values.data() + e, sizeof(float)), 0)
           << label << ": query " << q << " slot " << slot << ": " << a.values.data()[e] << " vs " << b.values.data()[e];
   }
+}
+
+/// `index`'s own search parameters with those of `knobs` its type reads (the others dropped),
+/// so that one contract test can run every type.
+inline std::unique_ptr<SearchParams> params_for(const Index& index, SearchKnobs knobs) {
+  const std::string type = index.type();
+  if (type != "ivf_flat" && type != "ivf_pq") knobs.nprobe = 0;
+  if (type != "ivf_pq") knobs.refine = 0;
+  if (type != "lsh") knobs.probes = 0;
+  return make_search_params(index, knobs);
+}
+
+/// Each type's exhaustive search: every list probed (clamped to nlist), every ivf_pq candidate
+/// re-ranked (more than the lists hold), every lsh bucket of every table.
+inline std::unique_ptr<SearchParams> all_lists(const Index& index) {
+  return params_for(index, SearchKnobs{1 << 20, 1 << 20, int64_t(1) << 30});
 }
 
 }  // namespace simkit::test

@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <typeinfo>
 #include <vector>
 
 #include <simkit/device_matrix.hpp>
@@ -96,15 +97,6 @@ std::vector<int64_t> first_ids(int64_t n) {
   return ids;
 }
 
-/// What an ivf search gives with every list probed (and, for ivf_pq, every candidate re-ranked).
-SearchParams all_lists() {
-  SearchParams p;
-  p.nprobe = 1 << 20;  // clamped to nlist
-  p.refine = 1 << 20;  // ivf_pq: more than the lists hold, so every row is re-ranked exactly
-  p.probes = 1 << 30;  // lsh: every bucket of every table
-  return p;
-}
-
 TEST_P(IndexContract, EmptyIndexPadsEveryRow) {
   SIMKIT_REQUIRE_BACKEND(backend());
   for (Metric metric : {Metric::l2, Metric::cosine}) {
@@ -130,7 +122,7 @@ TEST_P(IndexContract, KBeyondSizeIsPadded) {
       return v;
     }())) == 33);
     ASSERT_EQ(index->size(), 7);
-    const IndexSearchResult r = index->search(context(), Q.view(), 10, all_lists());
+    const IndexSearchResult r = index->search(context(), Q.view(), 10, *all_lists(*index));
     for (int64_t q = 0; q < Q.rows(); ++q) {
       std::set<int64_t> seen;
       for (int64_t p = 0; p < 7; ++p) {
@@ -156,11 +148,13 @@ TEST_P(IndexContract, AllListsEqualKnnOnEveryMetric) {
     const Matrix<float> X = inputs_for(metric, n, d, seed), Q = inputs_for(metric, m, d, seed + 9);
     const std::string label = std::string(kind().name) + " " + to_string(metric) + " seed " + std::to_string(seed);
     const KnnResult truth = knn(context(), Q.view(), X.view(), k, metric);
-    const IndexSearchResult plain = build(X, metric)->search(context(), Q.view(), k, all_lists());
+    const auto built = build(X, metric);
+    const IndexSearchResult plain = built->search(context(), Q.view(), k, *all_lists(*built));
     expect_same(plain, IndexSearchResult{truth.values, truth.ids}, label + " ids 0..n-1");
 
     const std::vector<int64_t> ids = scattered_ids(n, seed);
-    const IndexSearchResult mapped = build(X, metric, ids)->search(context(), Q.view(), k, all_lists());
+    const auto renumbered = build(X, metric, ids);
+    const IndexSearchResult mapped = renumbered->search(context(), Q.view(), k, *all_lists(*renumbered));
     // Same rows, renamed: values equal knn's, ids are knn's renamed, except where equal values
     // reorder under the new names (none on random data).
     IndexSearchResult renamed{truth.values, truth.ids};
@@ -175,7 +169,8 @@ TEST_P(IndexContract, IntegerTiesGoToTheLowerId) {
   const Matrix<float> X = integer_matrix(600, 8, 3, 5), Q = integer_matrix(20, 8, 3, 6);
   for (Metric metric : {Metric::sqeuclidean, Metric::l1, Metric::dot}) {
     const std::vector<int64_t> ids = scattered_ids(X.rows(), 7);
-    const IndexSearchResult r = build(X, metric, ids)->search(context(), Q.view(), 12, all_lists());
+    const auto index = build(X, metric, ids);
+    const IndexSearchResult r = index->search(context(), Q.view(), 12, *all_lists(*index));
     const ReferenceKnn ref = reference_knn(Q, X, X.rows(), metric);
     for (int64_t q = 0; q < Q.rows(); ++q) {
       // The reference in (value, id) order under the scattered ids.
@@ -203,7 +198,7 @@ TEST_P(IndexContract, RemovedIdsAreNeverReturned) {
     EXPECT_EQ(index->remove(gone), 300);
     EXPECT_EQ(index->remove(gone), 0);
     EXPECT_EQ(index->size(), 600);
-    const IndexSearchResult r = index->search(context(), Q.view(), 25, all_lists());
+    const IndexSearchResult r = index->search(context(), Q.view(), 25, *all_lists(*index));
     const std::set<int64_t> removed(gone.begin(), gone.end());
     for (int64_t e = 0; e < r.ids.size(); ++e) ASSERT_EQ(removed.count(r.ids.data()[e]), 0u);
     // The same as an index built from the kept rows alone.
@@ -246,7 +241,7 @@ TEST_P(IndexContract, AllowListIsExactOverTheAllowedIds) {
     for (const auto& c : cases) {
       const std::string label =
           std::string(kind().name) + " " + to_string(metric) + " " + c.name + " seed " + std::to_string(seed);
-      const IndexSearchResult r = index->search(context(), Q.view(), k, allowing(c.allowed));
+      const IndexSearchResult r = index->search(context(), Q.view(), k, *allowing(*index, c.allowed));
       expect_allowed_result(context(), r, Q, allowed_subset(X, ids, c.allowed), metric, label);
       // Selective lists are gathered and searched exactly, whatever the index's knobs.
       if (c.allowed.size() <= size_t(n) / 20) {
@@ -263,7 +258,7 @@ TEST_P(IndexContract, AllowListShorterThanKIsPadded) {
   for (Metric metric : {Metric::l2, Metric::dot}) {
     auto index = build(X, metric);  // ids 0 .. 39
     const std::vector<int64_t> allowed = {-2, 3, 17, 39, 40, 1000};
-    const IndexSearchResult r = index->search(context(), Q.view(), 8, allowing(allowed));
+    const IndexSearchResult r = index->search(context(), Q.view(), 8, *allowing(*index, allowed));
     for (int64_t q = 0; q < Q.rows(); ++q)
       EXPECT_EQ(std::set<int64_t>(&r.ids(q, 0), &r.ids(q, 0) + 3), (std::set<int64_t>{3, 17, 39}));
     // The other 5 slots padded, and the 3 ranked as knn ranks them.
@@ -276,11 +271,43 @@ TEST_P(IndexContract, AllowListMustAscendWithoutRepeats) {
   const Matrix<float> X = random_matrix(40, 6, 111);
   auto index = build(X, Metric::l2);
   for (const std::vector<int64_t>& bad : {std::vector<int64_t>{9, 3}, std::vector<int64_t>{1, 3, 3, 8}})
-    expect_error([&] { index->search(context(), X.view(), 3, allowing(bad)); }, ErrorCode::invalid_argument,
+    expect_error([&] { index->search(context(), X.view(), 3, *allowing(*index, bad)); }, ErrorCode::invalid_argument,
                  "sorted ascending without repeats");
   SearchParams on_device;
   on_device.allowed = ArrayView<const int64_t>(reinterpret_cast<const int64_t*>(64), 2, Memory::device);
   expect_error([&] { index->search(context(), X.view(), 3, on_device); }, ErrorCode::invalid_argument, "host memory");
+}
+
+// Each type reads its own search parameters: a plain SearchParams gives its defaults, another
+// type's struct is refused (a knob the caller believed was used is never silently ignored), and
+// make_search_params names a knob the type does not read.
+TEST_P(IndexContract, SearchParamsOfAnotherTypeAreRefused) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> X = random_matrix(300, 8, 5);
+  auto index = build(X, Metric::l2);
+  const std::string type = index->type();
+  const std::unique_ptr<SearchParams> own = make_search_params(*index, SearchKnobs{});
+  const IvfSearchParams ivf;
+  const IvfPqSearchParams pq;
+  const LshSearchParams lsh;
+  for (const SearchParams* given : {static_cast<const SearchParams*>(&ivf), static_cast<const SearchParams*>(&pq),
+                                    static_cast<const SearchParams*>(&lsh)}) {
+    if (typeid(*given) == typeid(*own)) {
+      EXPECT_NO_THROW(index->search(context(), X.view(), 3, *given)) << type;
+    } else {
+      expect_error([&] { index->search(context(), X.view(), 3, *given); }, ErrorCode::invalid_argument,
+                   type + " search: given ");
+    }
+  }
+  const IndexSearchResult defaults = index->search(context(), X.view(), 3, SearchParams{});
+  expect_same(index->search(context(), X.view(), 3, *own), defaults, type + " own defaults");
+  auto refused = [&](SearchKnobs knobs, const std::string& needle) {
+    expect_error([&] { make_search_params(*index, knobs); }, ErrorCode::invalid_argument,
+                 needle + "; this index is " + type);
+  };
+  if (type != "ivf_pq") refused(SearchKnobs{0, 4, 0}, "refine applies to ivf_pq");
+  if (type != "lsh") refused(SearchKnobs{0, 0, 2}, "probes applies to lsh");
+  if (type == "flat" || type == "lsh") refused(SearchKnobs{8, 0, 0}, "nprobe applies to ivf_flat and ivf_pq");
 }
 
 // remove() compacts the rows (and the lists): the allow-list must still meet the right rows, and
@@ -302,7 +329,7 @@ TEST_P(IndexContract, AllowListAfterRemove) {
       const std::vector<int64_t> allowed = pick_allowed(ids, fraction, 0, 5, seed + 24);
       const std::string label = std::string(kind().name) + " " + to_string(metric) + " after remove, " +
                                 std::to_string(fraction) + " seed " + std::to_string(seed);
-      const IndexSearchResult r = index->search(context(), Q.view(), 10, allowing(allowed));
+      const IndexSearchResult r = index->search(context(), Q.view(), 10, *allowing(*index, allowed));
       expect_allowed_result(context(), r, Q, allowed_subset(X, kept_ids, allowed), metric, label);
     }
   }
@@ -339,8 +366,8 @@ TEST_P(IndexContract, SaveLoadRoundTripAndAddAfterLoad) {
     EXPECT_EQ(loaded->metric(), metric);
     EXPECT_EQ(loaded->size(), index->size());
     EXPECT_EQ(loaded->next_id(), index->next_id());
-    SearchParams sp;
-    sp.nprobe = 3;
+    const std::unique_ptr<SearchParams> own = params_for(*index, SearchKnobs{3, 0, 0});
+    const SearchParams& sp = *own;
     expect_same(loaded->search(context(), Q.view(), 9, sp), index->search(context(), Q.view(), 9, sp), "round trip");
     // Adding to the loaded copy and to the original gives the same index.
     loaded->add(context(), more.view());
@@ -475,7 +502,7 @@ TEST_P(IvfFlat, RecallRisesWithNprobe) {
     const KnnResult truth = knn(context(), Q.view(), X.view(), 10, metric);
     double last = -1;
     for (int64_t nprobe : {1, 2, 4, 8, 16, 64}) {
-      SearchParams sp;
+      IvfSearchParams sp;
       sp.nprobe = nprobe;
       const double r = recall(index->search(context(), Q.view(), 10, sp), truth);
       EXPECT_GE(r, last) << to_string(metric) << " nprobe " << nprobe;
@@ -498,7 +525,7 @@ TEST_P(IvfFlat, DigitsWithEveryListProbedEqualFlat) {
     auto ivf = make_index("ivf_flat,nlist=32", X.cols(), metric);
     ivf->train(context(), X.view());
     ivf->add(context(), X.view());
-    expect_same(ivf->search(context(), Q.view(), 10, all_lists()), flat->search(context(), Q.view(), 10),
+    expect_same(ivf->search(context(), Q.view(), 10, *all_lists(*ivf)), flat->search(context(), Q.view(), 10),
                 std::string("digits ") + to_string(metric));
   }
 }
@@ -514,7 +541,7 @@ TEST_P(IvfFlat, TrainingRulesAndNprobe) {
   index->train(context(), X.view());
   index->add(context(), X.view());
   expect_error([&] { index->train(context(), X.view()); }, ErrorCode::invalid_argument, "already holds 100");
-  SearchParams sp;
+  IvfSearchParams sp;
   sp.nprobe = -4;
   expect_error([&] { index->search(context(), X.view(), 3, sp); }, ErrorCode::invalid_argument, "nprobe");
   // The seed preset probes ceil(0.8 nlist) = 16 of 20 lists: a superset of nprobe = 15's.
@@ -573,12 +600,12 @@ TEST(IndexGpuOnly, AllowListWithDeviceQueriesAndOutputs) {
     for (double fraction : {0.0, 0.002, 0.3, 1.0}) {
       const std::vector<int64_t> allowed = pick_allowed(ids, fraction, 0, 2, 86);
       const std::string label = std::string(description) + " " + std::to_string(fraction);
-      const IndexSearchResult host = index->search(ctx, Q.view(), 8, allowing(allowed));
+      const IndexSearchResult host = index->search(ctx, Q.view(), 8, *allowing(*index, allowed));
       expect_allowed_result(ctx, host, Q, allowed_subset(X, ids, allowed), Metric::cosine, label);
       const DeviceMatrix<float> dq(ctx, Q.view());
       DeviceMatrix<float> dv(ctx, 33, 8);
       DeviceMatrix<int64_t> di(ctx, 33, 8);
-      index->search(ctx, dq.view(), 8, allowing(allowed), dv.view(), di.view());
+      index->search(ctx, dq.view(), 8, *allowing(*index, allowed), dv.view(), di.view());
       IndexSearchResult back{Matrix<float>(33, 8), Matrix<int64_t>(33, 8)};
       dv.copy_to_host(back.values.view());
       di.copy_to_host(back.ids.view());
@@ -600,7 +627,7 @@ TEST(IndexGpuOnly, ListsBeyondTheBudgetAreStreamed) {
       index->train(cpu_context(), X.view());
       index->add(cpu_context(), X.view(), scattered_ids(X.rows(), 93));
     }
-    SearchParams sp;
+    IvfSearchParams sp;
     sp.nprobe = 9;
     const IndexSearchResult resident = twins[0]->search(gpu_context(), Q.view(), 10, sp);
     // 8 MiB of working memory: the lists (~10 MiB interleaved plus row-major) do not fit half of it.

@@ -68,15 +68,6 @@ class ScopedEnv {
   const char* name_;
 };
 
-/// Every list probed, every candidate re-ranked, every bucket probed: each kind's exact mode.
-SearchParams exhaustive() {
-  SearchParams p;
-  p.nprobe = 1 << 20;
-  p.refine = 1 << 20;
-  p.probes = 1 << 30;
-  return p;
-}
-
 Matrix<float> rows_of(const Matrix<float>& X, const std::vector<int64_t>& rows) {
   Matrix<float> out(static_cast<int64_t>(rows.size()), X.cols());
   for (size_t i = 0; i < rows.size(); ++i) std::copy_n(&X(rows[i], 0), X.cols(), &out(int64_t(i), 0));
@@ -104,7 +95,8 @@ void check_history(const Context& ctx, const Kind& kind, const Matrix<float>& X,
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
-  const SearchParams sp = exhaustive();
+  const std::unique_ptr<SearchParams> exhaustive = all_lists(*history);  // each kind's exact mode
+  const SearchParams& sp = *exhaustive;
   for (int64_t b0 = 0; b0 < n; b0 += n / 5 + 1) {  // five batches, rows in shuffled order
     const std::vector<int64_t> batch(order.begin() + b0, order.begin() + std::min(n, b0 + n / 5 + 1));
     std::vector<int64_t> batch_ids;
@@ -146,7 +138,8 @@ void check_history(const Context& ctx, const Kind& kind, const Matrix<float>& X,
     std::vector<int64_t> allowed;
     for (int64_t id : kept_ids)
       if (std::uniform_real_distribution<double>(0, 1)(rng) < fraction) allowed.push_back(id);
-    SearchParams fp = sp;
+    const std::unique_ptr<SearchParams> filtered = all_lists(*history);
+    SearchParams& fp = *filtered;
     fp.allowed = ArrayView<const int64_t>{allowed.data(), static_cast<int64_t>(allowed.size())};
     const std::string label = what + " allowed " + std::to_string(fraction);
     ScopedEnv scan("SIMKIT_FILTER_PLAN", "scan");

@@ -45,8 +45,8 @@ class IvfPq : public BackendTest {
 };
 INSTANTIATE_TEST_SUITE_P(Backends, IvfPq, ::testing::ValuesIn(kBackends), BackendName{});
 
-SearchParams probing(int64_t nprobe, int64_t refine = 0) {
-  SearchParams sp;
+IvfPqSearchParams probing(int64_t nprobe, int64_t refine = 0) {
+  IvfPqSearchParams sp;
   sp.nprobe = nprobe;
   sp.refine = refine;
   return sp;
@@ -186,7 +186,7 @@ TEST_P(IvfPq, StatsCountShortRowsAndCandidates) {
     ASSERT_LT(largest, 400) << "the clusters should spread over the lists";
     // One list per query and k above every list: each row holds its list's rows, then padding.
     SearchStats stats;
-    SearchParams sp = probing(1);
+    IvfPqSearchParams sp = probing(1);
     sp.stats = &stats;
     const IndexSearchResult r = index->search(context(), Q.view(), largest + 1, sp);
     int64_t found = 0;

@@ -42,8 +42,8 @@ std::unique_ptr<Index> build(const Context& ctx, const std::string& description,
   return index;
 }
 
-SearchParams with_probes(int64_t probes, SearchStats* stats = nullptr) {
-  SearchParams p;
+LshSearchParams with_probes(int64_t probes, SearchStats* stats = nullptr) {
+  LshSearchParams p;
   p.probes = probes;
   p.stats = stats;
   return p;

@@ -175,31 +175,29 @@ void run_ann_suite(const Options& o) {
     const auto wants = [&](const char* kind) { return std::find(kinds.begin(), kinds.end(), kind) != kinds.end(); };
     // Builds `description` over the case's base, then measures each search setting.
     const auto sweep = [&](const std::string& description, const std::string& type, int64_t nlist,
-                           const std::vector<std::pair<SearchParams, std::string>>& settings) {
+                           const std::vector<std::pair<SearchKnobs, std::string>>& settings) {
       const auto started = std::chrono::steady_clock::now();
       auto index = make_index(description, c.base.cols(), c.metric);
       index->train(s.ctx, c.base.view());
       index->add(s.ctx, c.base.view());
       const double build_s = seconds_since(started);
-      for (const auto& [sp, params] : settings) {
-        Point p = measure(s, *index, c, sp, o.single);
-        p.index = type, p.nlist = nlist, p.nprobe = sp.nprobe > 0 ? sp.nprobe : sp.probes, p.params = params;
+      for (const auto& [knobs, params] : settings) {
+        Point p = measure(s, *index, c, *make_search_params(*index, knobs), o.single);
+        p.index = type, p.nlist = nlist, p.nprobe = knobs.nprobe > 0 ? knobs.nprobe : knobs.probes, p.params = params;
         p.build_s = build_s, p.memory = index->memory_bytes();
         emit(p);
       }
     };
     const auto nprobe_sweep = [&](int64_t refine, const std::string& params) {
-      std::vector<std::pair<SearchParams, std::string>> settings;
+      std::vector<std::pair<SearchKnobs, std::string>> settings;
       for (int64_t np : nprobes) {
         if (np > o.nlist) continue;
-        SearchParams sp;
-        sp.nprobe = np, sp.refine = refine;
-        settings.emplace_back(sp, params);
+        settings.emplace_back(SearchKnobs{np, refine, 0}, params);
       }
       return settings;
     };
     const std::string seed = ",seed=" + std::to_string(o.seed);
-    if (wants("flat")) sweep("flat", "flat", 0, {{SearchParams{}, ""}});
+    if (wants("flat")) sweep("flat", "flat", 0, {{SearchKnobs{}, ""}});
     if (wants("ivf_flat"))
       sweep("ivf_flat,nlist=" + std::to_string(o.nlist) + seed, "ivf_flat", o.nlist, nprobe_sweep(0, ""));
     if (wants("ivf_pq")) {
@@ -207,7 +205,7 @@ void run_ann_suite(const Options& o) {
       const std::vector<int64_t> refines = parse_int_list(o.refine, "--refine", "4");
       // One index keeps the vectors and serves every re-rank depth; depth 0 (the codes' own
       // estimates) is an index without them, the memory-lean form.
-      std::vector<std::pair<SearchParams, std::string>> settings;
+      std::vector<std::pair<SearchKnobs, std::string>> settings;
       bool codes_only = false;
       for (int64_t r : refines) {
         if (r == 0) {
@@ -230,11 +228,9 @@ void run_ann_suite(const Options& o) {
           throw Error(ErrorCode::invalid_argument,
                       "--lsh: " + simkit::quoted(config) + " is not TABLESxBITS, e.g. 6x2");
         const std::string params = "tables=" + config.substr(0, x) + ",bits=" + config.substr(x + 1);
-        std::vector<std::pair<SearchParams, std::string>> settings;
+        std::vector<std::pair<SearchKnobs, std::string>> settings;
         for (int64_t pr : probes) {
-          SearchParams sp;
-          sp.probes = pr;
-          settings.emplace_back(sp, params);
+          settings.emplace_back(SearchKnobs{0, 0, pr}, params);
         }
         sweep("lsh," + params + seed, "lsh", 0, settings);
       }

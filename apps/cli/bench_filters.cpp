@@ -103,10 +103,10 @@ void run_filters_suite(const Options& o) {
     auto index = make_index(description, d, metric);
     if (!index->is_trained()) index->train(s.ctx, X.view());
     index->add(s.ctx, X.view());
-    SearchParams base;
-    if (description.rfind("ivf", 0) == 0) base.nprobe = 32;
+    const SearchKnobs knobs{description.rfind("ivf", 0) == 0 ? 32 : 0, 0, 0};
     IndexSearchResult unfiltered;
-    const double t_all = median_ms(s, [&] { unfiltered = index->search(s.ctx, Q.view(), kK, base); });
+    const double t_all =
+        median_ms(s, [&] { unfiltered = index->search(s.ctx, Q.view(), kK, *make_search_params(*index, knobs)); });
     const double r_all = recall(unfiltered.ids, truth_all);
     std::printf("%-22s %8s %-7s %10.2f %8s %8.4f %12s\n", description.c_str(), "all", "-", t_all, "1.00", r_all, "");
     for (double fraction : fractions) {
@@ -121,12 +121,12 @@ void run_filters_suite(const Options& o) {
           ::unsetenv("SIMKIT_FILTER_PLAN");
         else
           ::setenv("SIMKIT_FILTER_PLAN", plan.c_str(), 1);
-        SearchParams sp = base;
-        sp.allowed = ArrayView<const int64_t>{allowed.data(), static_cast<int64_t>(allowed.size())};
+        const std::unique_ptr<SearchParams> sp = make_search_params(*index, knobs);
+        sp->allowed = ArrayView<const int64_t>{allowed.data(), static_cast<int64_t>(allowed.size())};
         SearchStats stats;
-        sp.stats = &stats;
+        sp->stats = &stats;
         IndexSearchResult r;
-        const double t = median_ms(s, [&] { r = index->search(s.ctx, Q.view(), kK, sp); });
+        const double t = median_ms(s, [&] { r = index->search(s.ctx, Q.view(), kK, *sp); });
         const double rc = recall(r.ids, truth);
         const bool gathered = stats.gathered > 0;
         const bool exact = std::equal(r.ids.data(), r.ids.data() + r.ids.size(), truth.data());

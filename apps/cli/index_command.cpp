@@ -190,11 +190,7 @@ void run_search(const SearchOptions& o) {
   if (o.refine < 0) bad("--refine must be >= 0, got " + std::to_string(o.refine));
   if (o.probes < 0) bad("--probes must be >= 0, got " + std::to_string(o.probes));
   SearchStats stats;
-  SearchParams sp;
-  sp.nprobe = parse_nprobe(o.nprobe);
-  sp.refine = o.refine;
-  sp.probes = o.probes;
-  sp.stats = &stats;
+  const SearchKnobs knobs{parse_nprobe(o.nprobe), o.refine, o.probes};
   ProgressBar bar("index search");
   Context ctx = make_context(o.run, bar.callback());
   check_output_path(o.ids, "--ids", {".npy", ".ivecs"});
@@ -210,6 +206,14 @@ void run_search(const SearchOptions& o) {
     bad("--ids: .ivecs holds int32 ids but the index holds larger ones; use .npy (int64)");
   std::optional<Matrix<int64_t>> truth;
   if (!o.truth.empty()) truth = read_truth(o.truth, Q.rows(), o.k);
+  std::unique_ptr<SearchParams> params;
+  try {
+    params = make_search_params(*index, knobs);
+  } catch (const Error& e) {
+    bad(std::string("--") + e.what());  // "--refine applies to ivf_pq; this index is ivf_flat"
+  }
+  SearchParams& sp = *params;
+  sp.stats = &stats;
   std::vector<int64_t> allowed;
   if (!o.allowed.empty()) {
     allowed = read_allowed(o.allowed);

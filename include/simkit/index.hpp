@@ -47,7 +47,7 @@
 //   auto index = simkit::make_index("ivf_flat,nlist=1024", 384, simkit::Metric::cosine);
 //   index->train(ctx, X.view());            // k-means on (a sample of) X
 //   index->add(ctx, X.view());              // ids 0 .. n-1
-//   simkit::SearchParams sp;
+//   simkit::IvfSearchParams sp;
 //   sp.nprobe = 32;
 //   simkit::IndexSearchResult r = index->search(ctx, Q.view(), 10, sp);
 //   std::vector<int64_t> english = {3, 17, 42, 108};  // ascending
@@ -92,21 +92,14 @@ struct SearchStats {
   int64_t gathered = 0;
 };
 
-/// Per-search knobs; 0 means the index's own default.
+/// What every search reads. Each index type's own knobs extend it: IvfSearchParams (ivf_flat),
+/// IvfPqSearchParams (ivf_pq), LshSearchParams (lsh); flat has none. A plain SearchParams gives
+/// any index its defaults; an index given another type's parameters refuses them
+/// (Error(invalid_argument)) rather than ignore a knob the caller believed was used. A caller
+/// that holds an index of any type (a server, a command line, bindings) makes the right struct
+/// with make_search_params().
 struct SearchParams {
-  /// ivf_flat: lists scanned per query, 1..nlist (larger values are clamped to nlist), or
-  /// kProbeFourFifths. 0: the default set at build time ("nprobe=" in the description), which is
-  /// itself max(1, nlist / 32) unless given. ivf_pq alike. Ignored by flat, lsh, and where an
-  /// allow-list is gathered (see above).
-  int64_t nprobe = 0;
-  /// ivf_pq: re-rank the best refine * k candidates of the code scan exactly (more than the
-  /// probed lists hold: all of them). 0: the index's "refine=". An index built with refine=0
-  /// keeps no vectors to re-rank with and refuses a positive value. Ignored by the others.
-  int64_t refine = 0;
-  /// lsh: buckets probed per table, the query's own first, then those reached by flipping its
-  /// least confident hashes (multi-probe). At least the table's bucket count: every bucket.
-  /// 0: the index's "probes=". Ignored by the others.
-  int64_t probes = 0;
+  virtual ~SearchParams() = default;
   /// When set, the search adds what it found to *stats (see SearchStats).
   SearchStats* stats = nullptr;
   /// When set, only stored vectors whose ids are in this list may be returned; the list is
@@ -115,6 +108,38 @@ struct SearchParams {
   /// padding. The planner (see above) gathers a selective list's vectors or tests a broad one
   /// inside the scan.
   std::optional<ArrayView<const int64_t>> allowed;
+};
+
+/// ivf_flat's search parameters (0 means the index's own default).
+struct IvfSearchParams : SearchParams {
+  /// Lists scanned per query, 1..nlist (larger values are clamped to nlist), or
+  /// kProbeFourFifths. 0: the default set at build time ("nprobe=" in the description), which is
+  /// itself max(1, nlist / 32) unless given. Ignored where an allow-list is gathered (see above).
+  int64_t nprobe = 0;
+};
+
+/// ivf_pq's: the lists as ivf_flat's, and the re-rank depth.
+struct IvfPqSearchParams : IvfSearchParams {
+  /// Re-rank the best refine * k candidates of the code scan exactly (more than the probed lists
+  /// hold: all of them). 0: the index's "refine=". An index built with refine=0 keeps no vectors
+  /// to re-rank with and refuses a positive value.
+  int64_t refine = 0;
+};
+
+/// lsh's.
+struct LshSearchParams : SearchParams {
+  /// Buckets probed per table, the query's own first, then those reached by flipping its least
+  /// confident hashes (multi-probe). At least the table's bucket count: every bucket. 0: the
+  /// index's "probes=".
+  int64_t probes = 0;
+};
+
+/// The knobs of any index type by name, for callers that hold an index of any type; 0 leaves a
+/// knob at the index's default.
+struct SearchKnobs {
+  int64_t nprobe = 0;  // ivf_flat, ivf_pq
+  int64_t refine = 0;  // ivf_pq
+  int64_t probes = 0;  // lsh
 };
 
 /// Build parameters of ivf_flat, as the factory parses them from "ivf_flat,key=value,...".
@@ -218,5 +243,11 @@ std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Met
 /// newer-format file, or one whose contents contradict each other, is refused with Error(io)
 /// naming the problem; nothing is half-loaded.
 std::unique_ptr<Index> load_index(const std::string& path);
+
+/// The search parameters of `index`'s type with `knobs` set, for a caller that holds an index of
+/// any type (set stats and allowed on the result as on any SearchParams). Error(invalid_argument)
+/// naming a non-zero knob the type does not read ("refine applies to ivf_pq; this index is
+/// ivf_flat").
+std::unique_ptr<SearchParams> make_search_params(const Index& index, const SearchKnobs& knobs);
 
 }  // namespace simkit

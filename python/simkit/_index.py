@@ -151,7 +151,8 @@ class Index:
         rows with fewer than k results are padded with id -1 and +inf (distances) or -inf
         (similarities). nprobe (ivf_flat, ivf_pq): lists scanned, 1..nlist, or 'seed'; refine
         (ivf_pq): re-rank refine x k candidates exactly; probes (lsh): buckets probed per table;
-        None: the index's default. A dict passed as `stats` receives 'short_rows' (queries that
+        None: the index's default. A knob the index type does not read raises ValueError
+        ("refine applies to ivf_pq; this index is ivf_flat") rather than being ignored. A dict passed as `stats` receives 'short_rows' (queries that
         got fewer than k candidates: padded, never topped up by a full scan), 'candidates'
         (candidates compared, summed over the queries) and 'gathered' (1 when an `allowed`
         search copied the allowed rows out and searched only them, 0 when it tested the list

@@ -133,7 +133,9 @@ void bind_index(nb::module_& m) {
              uintptr_t stream) {
             std::shared_ptr<Index> index = h.get();
             CallContext call(base, stream);
-            SearchParams params;
+            // The index's own parameter type; a knob it does not read is refused, by name.
+            const std::unique_ptr<SearchParams> own = make_search_params(*index, SearchKnobs{nprobe, refine, probes});
+            SearchParams& params = *own;
             // The allow-list must be in host memory (index.hpp). The Python layer has converted
             // and checked it already; this is the last word. It is read before Q so that a GPU
             // allow-list is refused as such, not as an argument on another GPU than Q's.
@@ -146,9 +148,6 @@ void bind_index(nb::module_& m) {
             const MatrixView<float> d = call.matrix<float>(D, "D");
             const MatrixView<int64_t> i = call.matrix<int64_t>(I, "I");
             SearchStats stats;
-            params.nprobe = nprobe;
-            params.refine = refine;
-            params.probes = probes;
             params.stats = &stats;
             Context& ctx = call.get();
             run_released(ctx, [&] { index->search(ctx, q, k, params, d, i); });

@@ -122,6 +122,24 @@ def test_ids_remove_and_padding(rng: np.random.Generator) -> None:
     assert I[0, 3:].tolist() == [-1, -1] and (D[0, 3:] == -np.inf).all()
 
 
+def test_a_knob_the_type_does_not_read_is_refused(rng: np.random.Generator) -> None:
+    X = _data(rng, 500)
+    ivf = simkit.Index("ivf_flat,nlist=8", 24)
+    ivf.train(X)
+    ivf.add(X)
+    flat = simkit.Index("flat", 24)
+    flat.add(X)
+    with pytest.raises(ValueError, match="refine applies to ivf_pq; this index is ivf_flat"):
+        ivf.search(X[:2], 3, refine=4)
+    with pytest.raises(ValueError, match="probes applies to lsh; this index is ivf_flat"):
+        ivf.search(X[:2], 3, probes=2)
+    with pytest.raises(ValueError, match="nprobe applies to ivf_flat and ivf_pq; this index is flat"):
+        flat.search(X[:2], 3, nprobe=4)
+    # The knobs it does read, and none at all, still work.
+    _, I = ivf.search(X[:2], 3, nprobe=8)
+    np.testing.assert_array_equal(I, flat.search(X[:2], 3)[1])
+
+
 def test_save_load_pickle_round_trips(rng: np.random.Generator, tmp_path: object) -> None:
     X = _data(rng)
     index = simkit.Index("ivf_flat,nlist=16,nprobe=4", 24, "l2")

@@ -165,6 +165,8 @@ bad "search: --allowed repeated"  "without repeats; position 2 holds 7 after 7" 
 bad "search: --allowed 2-D"       "one list of ids .*2 x 2" -- I search --index keep.simkit --queries q.npy -k 3 --allowed square.npy --ids out.npy
 bad "search: --allowed floats"    "--allowed: .*integer"   -- I search --index keep.simkit --queries q.npy -k 3 --allowed floats.npy --ids out.npy
 bad "search: --allowed missing"   "--allowed: .*nope.npy"  -- I search --index keep.simkit --queries q.npy -k 3 --allowed nope.npy --ids out.npy
+bad "search: --refine on ivf_flat" "--refine applies to ivf_pq; this index is ivf_flat" -- I search --index keep.simkit --queries q.npy -k 3 --refine 4 --ids out.npy
+bad "search: --probes on ivf_flat" "--probes applies to lsh; this index is ivf_flat" -- I search --index keep.simkit --queries q.npy -k 3 --probes 2 --ids out.npy
 checks=$((checks + 1))
 # shellcheck disable=SC2086
 if I search --index keep.simkit --queries q.npy -k 10 --nprobe 16 --allowed few.npy --ids few.ivecs --device cpu \

@@ -6,6 +6,7 @@
 // the rows stay resident between searches and follow the writes row by row (resident_rows.hpp).
 
 #include "index/flat/flat_index.hpp"
+#include "index/search_params.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -102,6 +103,7 @@ class FlatIndex final : public Index {
   void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams& sp,
               MatrixView<float> values, MatrixView<int64_t> ids) const override {
     check_search(ctx, Q, dim_, k, values, ids);
+    own_search_params<SearchParams>(sp, "flat", "SearchParams");  // flat has no knobs of its own
     if (sp.allowed) check_allowed(*sp.allowed);
     std::shared_lock lock(mutex_);
     const MatrixView<const float> stored{vectors_.data(), size_locked(), dim_};

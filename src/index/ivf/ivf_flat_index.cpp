@@ -15,6 +15,7 @@
 // tested inside the list scan, approximate like the unfiltered search.
 
 #include "index/ivf/ivf_flat_index.hpp"
+#include "index/search_params.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -60,7 +61,8 @@ class IvfFlatIndex final : public IvfIndexBase {
   void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams& sp,
               MatrixView<float> values, MatrixView<int64_t> ids) const override {
     check_search(ctx, Q, lists_.dim, k, values, ids);
-    const int64_t lists = nprobe(sp.nprobe);
+    const IvfSearchParams* own = own_search_params<IvfSearchParams>(sp, "ivf_flat", "IvfSearchParams");
+    const int64_t lists = nprobe(own ? own->nprobe : 0);
     if (sp.allowed) check_allowed(*sp.allowed);
     std::shared_lock lock(mutex_);
     SearchOutput out(values, ids);

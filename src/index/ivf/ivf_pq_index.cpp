@@ -16,6 +16,7 @@
 // still fills k slots, and a broad one is tested inside its usual scan.
 
 #include "index/ivf/ivf_pq_index.hpp"
+#include "index/search_params.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -136,8 +137,9 @@ class IvfPqIndex final : public IvfIndexBase {
   void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams& sp,
               MatrixView<float> values, MatrixView<int64_t> ids) const override {
     check_search(ctx, Q, lists_.dim, k, values, ids);
-    int64_t lists = nprobe(sp.nprobe);
-    const int64_t refine = resolve_refine(sp.refine);
+    const IvfPqSearchParams* own = own_search_params<IvfPqSearchParams>(sp, "ivf_pq", "IvfPqSearchParams");
+    int64_t lists = nprobe(own ? own->nprobe : 0);
+    const int64_t refine = resolve_refine(own ? own->refine : 0);
     if (sp.allowed) check_allowed(*sp.allowed);
     std::shared_lock lock(mutex_);
     const IvfPqLists& L = lists_;

@@ -7,6 +7,7 @@
 // bits) instead of paying a flat search without knowing.
 
 #include "index/lsh/lsh_index.hpp"
+#include "index/search_params.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -144,9 +145,10 @@ class LshIndex final : public Index {
   void search(const Context& ctx, MatrixView<const float> Q, int64_t k, const SearchParams& sp,
               MatrixView<float> values, MatrixView<int64_t> ids) const override {
     check_search(ctx, Q, T_.dim, k, values, ids);
-    SIMKIT_EXPECTS(sp.probes >= 0, invalid_argument, "search: probes must be >= 1 (0: the index's default), got ",
-                   sp.probes);
-    const int64_t probes = sp.probes > 0 ? sp.probes : params_.probes;
+    const LshSearchParams* own = own_search_params<LshSearchParams>(sp, "lsh", "LshSearchParams");
+    const int64_t asked = own ? own->probes : 0;
+    SIMKIT_EXPECTS(asked >= 0, invalid_argument, "search: probes must be >= 1 (0: the index's default), got ", asked);
+    const int64_t probes = asked > 0 ? asked : params_.probes;
     if (sp.allowed) check_allowed(*sp.allowed);
     std::shared_lock lock(mutex_);
     if (sp.allowed) {
