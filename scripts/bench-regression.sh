@@ -4,7 +4,7 @@
 # old and new alternately for a few rounds so that the GPU's clock and temperature drift hit
 # both sides alike; then a table of each case's median over the rounds (every round is itself a
 # median of the suite's timed runs) with new / old. ann's time is 1000 / QPS: milliseconds per
-# 1,000 batched queries.
+# query, batched.
 #
 #   scripts/bench-regression.sh OLD_SIMKIT NEW_SIMKIT OUT_DIR [ROUNDS=3] [SUITES="pairwise knn"]
 #
@@ -18,7 +18,7 @@ for ((round = 1; round <= rounds; round++)); do
     csv="$out/regression-$suite.csv"
     args=()
     if [ "$suite" = ann ]; then
-      args=(--cases synthetic --indexes flat,ivf_flat,ivf_pq --nprobe 8,32 --refine 4 --single 1 --repeat 5)
+      args=(--cases synthetic --indexes flat,ivf_flat,ivf_pq --nprobe 8,32 --refine 4 --single 1 --repeat 10)
     fi
     for side in old new; do
       bin=$old; [ "$side" = new ] && bin=$new
@@ -45,7 +45,7 @@ for path in sys.argv[2:]:
 lines = ["| suite | case | metric | old ms | new ms | new / old | runs per side |", "|---|---|---|---:|---:|---:|---:|"]
 for (suite, case, metric), t in cases.items():
     o, n = statistics.median(t["old"]), statistics.median(t["new"])
-    lines.append(f"| {suite} | {case} | {metric} | {o:.3f} | {n:.3f} | {n / o:.3f} | {len(t['new'])} |")
+    lines.append(f"| {suite} | {case} | {metric} | {o:.4g} | {n:.4g} | {n / o:.3f} | {len(t['new'])} |")
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
