@@ -106,7 +106,7 @@ std::vector<float> parse_vector(const nlohmann::json& j, int64_t dim, const std:
     if (!j[i].is_number())
       bad_request(where + "[" + std::to_string(i) + "] is not a number (" + std::string(j[i].type_name()) + ")");
     const double x = j[i].get<double>();
-    v[i] = static_cast<float>(x);
+    v[i] = vector_coordinate(x);
     if (!std::isfinite(v[i]))
       bad_request(where + "[" + std::to_string(i) + "] = " + j[i].dump() + " is not a finite float32");
   }

@@ -38,6 +38,14 @@ bool scores_stay_finite(const std::vector<float>& v);
 /// `dim` finite float32 values whose scores stay finite (scores_stay_finite).
 std::vector<float> parse_vector(const nlohmann::json& j, int64_t dim, const std::string& where);
 
+/// A JSON number as a vector coordinate: rounded to float32, with -0 stored as 0. JSON has one
+/// zero, but parsers disagree on its sign (nlohmann reads "-0" as the integer 0 and "-0.0" as
+/// -0.0; from_chars reads both as -0.0): every path that reads a body stores the same bits.
+inline float vector_coordinate(double x) {
+  const float f = static_cast<float>(x);
+  return f == 0.f ? 0.f : f;
+}
+
 /// An optional integer field in [lo, hi], `fallback` when absent.
 int64_t int_field(const nlohmann::json& object, const char* key, int64_t fallback, int64_t lo, int64_t hi,
                   const std::string& where);

@@ -109,7 +109,7 @@ bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, 
       if (!r.take(']')) {
         do {
           if (!r.number(v, false)) return false;
-          const float f = static_cast<float>(v);
+          const float f = vector_coordinate(v);
           if (!std::isfinite(f) || static_cast<int64_t>(query.vector.size()) == dim) return false;
           query.vector.push_back(f);
         } while (r.take(','));
