@@ -26,7 +26,8 @@
 # extra arguments of `simkit bench primitives` and its PyTorch peer; KMEANS_CASES the kmeans
 # cases (default synthetic; add wordnet when its data is there); ANN_CASES the ann cases (default
 # synthetic,seed), ANN_ARGS / TORCH_ANN_ARGS extra arguments of each side; SIMKIT_COMMIT names the
-# commit in the table. BENCH_SUITES=python times the Python binding against the same C++ call.
+# commit in the table. BENCH_SUITES=python times the Python binding against the same C++ call;
+# BENCH_SUITES=strategies runs the similarity study (STRATEGIES_ARGS: extra arguments) and its peer.
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
 # needs (OpenBLAS, CLI11, GoogleTest) travel unpacked in .deps/root (scripts/fetch-device-deps.sh
@@ -162,6 +163,16 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
           "$build/python/simkit_knn_call" --device $dev --csv "$OUT/python-overhead-$dev.csv" 2>&1 |
           tee -a "$OUT/summary.txt" || status=1
       done
+      continue
+    fi
+    if [ "$suite" = strategies ]; then
+      # The similarity study: its own CSV columns and plot, the PyTorch peer on the same shapes.
+      log "simkit bench strategies (the study's CPU/GPU strategies) and its PyTorch peer"
+      "$build/tests/test_strategies" --gtest_filter='*GpuOnly*' 2>&1 | tail -3 | tee -a "$OUT/summary.txt" || status=1
+      "$cli" bench strategies --device gpu ${STRATEGIES_ARGS:-} --csv "$OUT/strategies-gpu.csv" \
+        --plot "$OUT/strategies-gpu.png" 2>&1 | tee "$OUT/strategies-gpu.txt" | tail -80 >>"$OUT/summary.txt" || status=1
+      PYTHONUNBUFFERED=1 python3 "$root/bench/peers/strategies_torch.py" --csv "$OUT/strategies-torch.csv" 2>&1 |
+        tee -a "$OUT/summary.txt" || status=1
       continue
     fi
     if [ "$suite" = ann ]; then

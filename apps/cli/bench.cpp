@@ -267,6 +267,41 @@ void add_bench_command(CLI::App& app) {
       "Examples:\n  simkit bench filters --device cpu --threads 2 --csv filters.csv\n"
       "  simkit bench filters --device gpu --plans gather,scan   # where the two plans cross\n");
   fl_cmd->callback([fl] { bench::run_filters_suite(*fl); });
+
+  auto st = std::make_shared<bench::Options>();
+  st->sizes = "384,768,1024";
+  st->cases = "euclidean,cosine,pearson,pearson_opt";
+  st->inputs = "synthetic";
+  st->data = "../shared/data/wordnet";
+  auto* st_cmd = bench_cmd->add_subcommand(
+      "strategies",
+      "The CPU/GPU similarity study: 3 CPU strategies (serial, OpenMP over queries, OpenMP reduction per pair) or "
+      "6 GPU ones (S1 a block per pair .. S7 2-D tiles) over their block sizes, 1,000 x 10,000 pairs, d = 384, "
+      "768, 1024, beside simkit pairwise; Mops/s, GB/s, error vs float64, speed-up tables");
+  add_common_options(st_cmd, *st, "timed runs per configuration (default 10 on the GPU, 3 on the CPU)",
+                     "untimed runs before them (default 1)");
+  st_cmd->add_option("--runs", st->repeat, "the same as --repeat (the study's name)")->check(CLI::Range(1, 1000000));
+  st_cmd->add_option("--dims", st->sizes, "dimensions, comma-separated")->capture_default_str();
+  st_cmd->add_option("--queries", st->queries, "query rows (default 1,000; 100 with --quick)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  st_cmd->add_option("--base", st->base, "base rows (default 10,000; 1,000 with --quick)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  st_cmd->add_option("--metrics", st->cases, "euclidean, cosine, pearson, pearson_opt (comma-separated)")
+      ->capture_default_str();
+  st_cmd->add_option("--data", st->inputs, "synthetic (standard normal) or wordnet (the MiniLM embeddings, d = 384)")
+      ->check(CLI::IsMember({"synthetic", "wordnet"}))
+      ->capture_default_str();
+  st_cmd->add_option("--wordnet-dir", st->data, "where --data wordnet reads base/queries_minilm_f16.npy")
+      ->capture_default_str();
+  st_cmd->add_option("--plot", st->plot,
+                     "draw the comparison as grouped bars (Mops/s, best block per strategy) into this .png; needs "
+                     "python3 with matplotlib");
+  st_cmd->footer(
+      "Examples:\n  simkit bench strategies --device cpu --quick          # under 2 minutes on 2 cores\n"
+      "  simkit bench strategies --device gpu --csv gpu.csv --plot gpu.png\n"
+      "  simkit bench strategies --device gpu --data wordnet --dims 384\n"
+      "  python3 bench/peers/strategies_torch.py --csv torch.csv   # the PyTorch peer, same shapes\n");
+  st_cmd->callback([st] { bench::run_strategies_suite(*st); });
 }
 
 }  // namespace simkit::cli

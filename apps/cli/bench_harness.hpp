@@ -56,6 +56,10 @@ struct Options {
   std::string probes = "1,2,4,8,16,32,64";
   // writes only (indexes and sizes shared with the above)
   int64_t dim = 384;
+  // strategies only (sizes = the dims, cases = the metrics, inputs = synthetic|wordnet, data =
+  // the WordNet directory, queries shared with the above)
+  int64_t base = 0;  // 0: 10,000 (1,000 with --quick)
+  std::string plot;
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp
@@ -66,6 +70,7 @@ void run_kmeans_suite(const Options& options);      // bench_kmeans.cpp
 void run_ann_suite(const Options& options);         // bench_ann.cpp
 void run_writes_suite(const Options& options);      // bench_writes.cpp
 void run_filters_suite(const Options& options);     // bench_filters.cpp
+void run_strategies_suite(const Options& options);  // bench_strategies.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {

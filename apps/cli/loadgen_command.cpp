@@ -37,6 +37,7 @@
 
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "embedded_python.hpp"
 #include "loadgen_plot.hpp"
 #include "loadgen_server.hpp"
 #include "loadgen_stats.hpp"

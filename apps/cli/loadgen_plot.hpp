@@ -1,15 +1,12 @@
 #pragma once
 // `simkit loadgen --plot`: the latency histogram of a run, drawn by python3 + matplotlib running
 // bench/server/plot_latency.py (compiled into the binary) on the run's per-request CSV. The
-// interpreter is $SIMKIT_PYTHON when set (a virtualenv's), else python3 from PATH.
+// interpreter is $SIMKIT_PYTHON when set (a virtualenv's), else python3 from PATH
+// (embedded_python.hpp; check_plotting() before the run).
 
 #include <string>
 
 namespace simkit::cli::loadgen {
-
-/// Before the run: Error(invalid_argument), saying how to install it, unless `python3` can
-/// import matplotlib.
-void check_plotting();
 
 /// Draws the run in `csv` (loadgen's per-request CSV) into `image`, skipping `warmup_s`;
 /// Error(io) with the script's exit status when it fails.
