@@ -45,6 +45,13 @@ LAYERS = [
      CUDA_MAY_USE_CPU,
      "an index family's GPU searcher builds on core, the index's shared code and the CUDA "
      "backend (the CPU backend only through the documented seam)"),
+    ("nbody-cpu", r"src/nbody/cpu/", {"core", "nbody", "nbody-cpu", "cpu"}, [],
+     "the n-body family's CPU sum builds on core, the family's shared code and the CPU backend"),
+    ("nbody-cuda", r"src/nbody/cuda/", {"core", "nbody", "nbody-cuda", "cuda"}, CUDA_MAY_USE_CPU,
+     "the n-body family's GPU sum builds on core, the family's shared code and the CUDA backend"),
+    ("nbody", r"src/nbody/", {"core", "nbody"}, [],
+     "the n-body family's shared code stays backend-free; its sums live in its cpu/ and cuda/ "
+     "folders"),
     ("index", r"src/index/", {"core", "index"}, [],
      "an index family's shared code stays backend-free; its searchers live in its cpu/ and cuda/ "
      "folders"),

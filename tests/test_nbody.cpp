@@ -1,0 +1,186 @@
+// The n-body direct sum (simkit/nbody.hpp) on both backends against a float64 reference written
+// here: awkward sizes (1, 2, 7, 257, 1031 bodies), with and without softening, the two-set field,
+// pairs at distance zero, momentum conservation, and bad input refused with nothing written.
+//
+// The error of an acceleration is measured against the sum of the pair magnitudes
+// G sum_j m_j / (r_j^2 + eps^2) at that body -- what float32 accumulation can promise, since
+// cancellation between opposite pulls can make |accel| itself arbitrarily small -- and must stay
+// below 1e-5; the potential (one sign, no cancellation) against |potential|, also 1e-5.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <simkit/error.hpp>
+#include <simkit/nbody.hpp>
+
+#include "contexts.hpp"
+#include "expect_error.hpp"
+
+namespace simkit::test {
+namespace {
+
+class NbodyTest : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, NbodyTest, ::testing::ValuesIn(kBackends), BackendName{});
+
+/// n bodies uniform in the unit cube with masses in [0.5, 1.5).
+Matrix<float> random_bodies(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> pos(-1.f, 1.f), mass(0.5f, 1.5f);
+  Matrix<float> B(n, 4);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int c = 0; c < 3; ++c) B(i, c) = pos(rng);
+    B(i, 3) = mass(rng);
+  }
+  return B;
+}
+
+struct Reference {
+  std::vector<double> ax, ay, az, phi, scale;
+};
+
+/// The float64 field of `sources` at the first three columns of each target row.
+Reference reference(const Matrix<float>& targets, const Matrix<float>& sources, double G, double eps) {
+  Reference r;
+  const int64_t m = targets.rows();
+  for (auto* v : {&r.ax, &r.ay, &r.az, &r.phi, &r.scale}) v->assign(size_t(m), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < sources.rows(); ++j) {
+      const double dx = double(sources(j, 0)) - targets(i, 0), dy = double(sources(j, 1)) - targets(i, 1),
+                   dz = double(sources(j, 2)) - targets(i, 2);
+      const double d2 = dx * dx + dy * dy + dz * dz;
+      if (d2 == 0) continue;
+      const double r2 = d2 + eps * eps, inv = 1 / std::sqrt(r2), w = G * sources(j, 3) * inv;
+      r.ax[size_t(i)] += w * inv * inv * dx, r.ay[size_t(i)] += w * inv * inv * dy,
+          r.az[size_t(i)] += w * inv * inv * dz;
+      r.phi[size_t(i)] -= w;
+      r.scale[size_t(i)] += w * inv;
+    }
+  return r;
+}
+
+/// Worst acceleration error against the pair-magnitude scale, and worst potential error.
+std::pair<double, double> errors(const Matrix<float>& accel, const std::vector<float>& phi, const Reference& r) {
+  double ea = 0, ep = 0;
+  for (int64_t i = 0; i < accel.rows(); ++i) {
+    const double dx = accel(i, 0) - r.ax[size_t(i)], dy = accel(i, 1) - r.ay[size_t(i)],
+                 dz = accel(i, 2) - r.az[size_t(i)];
+    const double scale = std::max(r.scale[size_t(i)], 1e-30);
+    ea = std::max(ea, std::sqrt(dx * dx + dy * dy + dz * dz) / scale);
+    if (std::isnan(accel(i, 0))) ea = INFINITY;
+    const double p = std::fabs(r.phi[size_t(i)]);
+    ep = std::max(ep, p > 0 ? std::fabs(phi[size_t(i)] - r.phi[size_t(i)]) / p : std::fabs(phi[size_t(i)]));
+  }
+  return {ea, ep};
+}
+
+TEST_P(NbodyTest, DirectMatchesFloat64OnAwkwardSizes) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  double worst_a = 0, worst_p = 0;
+  for (int64_t n : {1, 2, 7, 257, 1031})
+    for (double eps : {0.0, 0.01}) {
+      const Matrix<float> B = random_bodies(n, uint64_t(n) * 7 + (eps > 0));
+      Matrix<float> accel(n, 3);
+      std::vector<float> phi(static_cast<size_t>(n));
+      const NbodyOptions o{0.5, eps};
+      nbody_accel(context(), B.view(), accel.view(), ArrayView<float>(phi), o);
+      const auto [ea, ep] = errors(accel, phi, reference(B, B, o.G, eps));
+      EXPECT_LE(ea, 1e-5) << "n " << n << " eps " << eps;
+      EXPECT_LE(ep, 1e-5) << "n " << n << " eps " << eps;
+      worst_a = std::max(worst_a, ea), worst_p = std::max(worst_p, ep);
+      if (n == 1) {
+        EXPECT_EQ(accel(0, 0), 0.f);  // alone: no force, no potential
+      }
+    }
+  std::printf("worst error: accel %.2e of the pair-magnitude sum, potential %.2e\n", worst_a, worst_p);
+}
+
+TEST_P(NbodyTest, FieldAtOtherTargetsAndAtTheBodiesThemselves) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  const Matrix<float> S = random_bodies(300, 11), T4 = random_bodies(37, 12);
+  Matrix<float> T(37, 3);
+  for (int64_t i = 0; i < 37; ++i)
+    for (int c = 0; c < 3; ++c) T(i, c) = T4(i, c) * 3.f;  // some outside the sources' cube
+  Matrix<float> accel(37, 3);
+  std::vector<float> phi(37);
+  nbody_field(context(), T.view(), S.view(), accel.view(), ArrayView<float>(phi), {1.0, 0.02});
+  const auto [ea, ep] = errors(accel, phi, reference(T, S, 1.0, 0.02));
+  EXPECT_LE(ea, 1e-5);
+  EXPECT_LE(ep, 1e-5);
+  // The bodies as targets of their own field: nbody_accel's result, bit for bit.
+  Matrix<float> xyz(300, 3), self(300, 3), own(300, 3);
+  for (int64_t i = 0; i < 300; ++i)
+    for (int c = 0; c < 3; ++c) xyz(i, c) = S(i, c);
+  nbody_field(context(), xyz.view(), S.view(), self.view());
+  nbody_accel(context(), S.view(), own.view());
+  EXPECT_TRUE(std::equal(self.data(), self.data() + self.size(), own.data()));
+}
+
+TEST_P(NbodyTest, PairsAtDistanceZeroContributeNothingAndMomentumIsConserved) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  Matrix<float> B(3, 4);
+  const float rows[3][4] = {{0, 0, 0, 1}, {0, 0, 0, 2}, {1, 0, 0, 1}};  // two bodies on one point
+  for (int i = 0; i < 3; ++i)
+    for (int c = 0; c < 4; ++c) B(i, c) = rows[i][c];
+  Matrix<float> accel(3, 3);
+  nbody_accel(context(), B.view(), accel.view());
+  EXPECT_FLOAT_EQ(accel(0, 0), 1.f);  // only the third body pulls, G m / r^2 = 1
+  EXPECT_FLOAT_EQ(accel(1, 0), 1.f);
+  EXPECT_FLOAT_EQ(accel(2, 0), -3.f);
+  // Newton's third law: sum m_i a_i = 0 up to rounding, on a larger set.
+  const Matrix<float> S = random_bodies(513, 5);
+  Matrix<float> a(513, 3);
+  nbody_accel(context(), S.view(), a.view(), {}, {1.0, 0.05});
+  for (int c = 0; c < 3; ++c) {
+    double total = 0, scale = 0;
+    for (int64_t i = 0; i < 513; ++i) total += double(S(i, 3)) * a(i, c), scale += std::fabs(double(S(i, 3)) * a(i, c));
+    EXPECT_LE(std::fabs(total), 1e-5 * scale) << "axis " << c;
+  }
+}
+
+TEST_P(NbodyTest, BadInputIsRefusedAndNothingWritten) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  Matrix<float> B = random_bodies(5, 3);
+  Matrix<float> accel(5, 3);
+  std::fill(accel.data(), accel.data() + accel.size(), 7.f);
+  auto untouched = [&] {
+    return std::all_of(accel.data(), accel.data() + accel.size(), [](float v) { return v == 7.f; });
+  };
+  const Matrix<float> xyz(5, 3);
+  expect_error([&] { nbody_accel(context(), xyz.view(), accel.view()); }, ErrorCode::invalid_argument,
+               "no masses: add a fourth column");
+  B(2, 1) = NAN;
+  expect_error([&] { nbody_accel(context(), B.view(), accel.view()); }, ErrorCode::invalid_argument,
+               "bodies row 2 column 1 is nan");
+  B(2, 1) = 0.f, B(4, 3) = -1.f;
+  expect_error([&] { nbody_accel(context(), B.view(), accel.view()); }, ErrorCode::invalid_argument,
+               "bodies row 4 has mass -1");
+  B(4, 3) = 1.f;
+  expect_error(
+      [&] {
+        nbody_accel(context(), B.view(), accel.view(), {}, {0.0, 0.0});
+      },
+      ErrorCode::invalid_argument, "G must be finite and > 0");
+  expect_error(
+      [&] {
+        nbody_accel(context(), B.view(), accel.view(), {}, {1.0, -0.1});
+      },
+      ErrorCode::invalid_argument, "softening must be finite and >= 0");
+  Matrix<float> small(4, 3);
+  expect_error([&] { nbody_accel(context(), B.view(), small.view()); }, ErrorCode::invalid_argument,
+               "accel must be 5 x 3");
+  std::vector<float> phi(3);
+  expect_error([&] { nbody_accel(context(), B.view(), accel.view(), ArrayView<float>(phi)); },
+               ErrorCode::invalid_argument, "potential must hold 5 values");
+  Matrix<float> t4(2, 4), a2(2, 3);
+  expect_error([&] { nbody_field(context(), t4.view(), B.view(), a2.view()); }, ErrorCode::invalid_argument,
+               "targets must be m x 3");
+  EXPECT_TRUE(untouched());
+}
+
+}  // namespace
+}  // namespace simkit::test
