@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
   simkit::cli::add_kde_command(app);
   simkit::cli::add_kmeans_command(app);
   simkit::cli::add_kcenter_command(app);
+  simkit::cli::add_nbody_command(app);
   simkit::cli::add_index_command(app);
 #if defined(SIMKIT_CLI_SERVER)  // Boost.Beast, SQLite and prometheus-cpp were found
   simkit::cli::add_serve_command(app);

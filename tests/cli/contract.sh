@@ -188,7 +188,35 @@ else
   fail "kcenter: good run failed: $(cat stderr.txt)"
 fi
 
+# nbody accel: the same contract. Two unit masses one apart (fvecs: dim 4, then x y z m), written
+# byte by byte: body 0 is pulled +1 along x, body 1 -1.
+NB() { "$simkit" nbody accel "$@"; }
+one='\x00\x00\x80\x3f' zero='\x00\x00\x00\x00'
+printf "\x04\x00\x00\x00${zero}${zero}${zero}${one}\x04\x00\x00\x00${one}${zero}${zero}${one}" >pair.fvecs
+printf "\x04\x00\x00\x00${zero}\x00\x00\xc0\x7f${zero}${one}" >nan4.fvecs
+"$simkit" gen --rows 6 --dim 4 --distribution uniform --seed 5 --out negmass.fvecs >/dev/null 2>&1 || exit 1
+bad "nbody: no masses"            "add the masses"           -- NB --bodies q3.fvecs --out out.npy
+bad "nbody: 8 columns"            "n x 4"                    -- NB --bodies base.fvecs --out out.npy
+bad "nbody: negative mass"        "mass -?[0-9.e-]+ .*>= 0"  -- NB --bodies negmass.fvecs --out out.npy
+bad "nbody: NaN"                  "nan"                      -- NB --bodies nan4.fvecs --out out.npy
+bad "nbody: method"               "only direct"              -- NB --bodies pair.fvecs --method bh --out out.npy
+bad "nbody: softening"            "softening"                -- NB --bodies pair.fvecs --softening -1 --out out.npy
+bad "nbody: targets n x 4"        "targets are m x 3"        -- NB --bodies pair.fvecs --targets pair.fvecs --out out.npy
 checks=$((checks + 1))
-expect_examples info gen pairwise knn kmeans kcenter demo "bench pairwise" "bench knn" "bench kmeans"
+if NB --bodies pair.fvecs --out nb_a.fvecs --potential nb_p.fvecs --device cpu >stdout.txt 2>stderr.txt; then
+  # Row 0: dim 3, then ax = 1 (0x3f800000), 0, 0; row 1: ax = -1 (0xbf800000).
+  want="00000003 3f800000 00000000 00000000 00000003 bf800000 00000000 00000000"
+  got=$(od -An -tx4 -v nb_a.fvecs | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+  if [ "$got" = "$want" ] && grep -q "interactions/s" stdout.txt; then
+    echo "ok   nbody accel: two bodies pull each other by G m / r^2 = 1"
+  else
+    fail "nbody: accelerations $got, expected $want; report: $(cat stdout.txt)"
+  fi
+else
+  fail "nbody: good run failed: $(cat stderr.txt)"
+fi
+
+checks=$((checks + 1))
+expect_examples info gen pairwise knn kmeans kcenter demo "bench pairwise" "bench knn" "bench kmeans" "nbody accel"
 
 finish
