@@ -302,6 +302,18 @@ void add_bench_command(CLI::App& app) {
       "  simkit bench strategies --device gpu --data wordnet --dims 384\n"
       "  python3 bench/peers/strategies_torch.py --csv torch.csv   # the PyTorch peer, same shapes\n");
   st_cmd->callback([st] { bench::run_strategies_suite(*st); });
+
+  auto nb = std::make_shared<bench::Options>();
+  auto* nb_cmd = bench_cmd->add_subcommand(
+      "nbody",
+      "The direct gravitational sum over N = 2^s bodies: interactions/s, % of the FP32 peak at 20 flops per "
+      "interaction, error vs float64");
+  add_common_options(nb_cmd, *nb, "timed runs (default 10 on the GPU, 3 on the CPU)",
+                     "untimed runs before them (default 1)");
+  nb_cmd->add_option("--sizes", nb->sizes,
+                     "log2 N, comma-separated (default 14,16,18,20 on the GPU, 12,14,16 on the CPU)");
+  nb_cmd->footer("Example:\n  simkit bench nbody --device gpu --csv nbody.csv\n");
+  nb_cmd->callback([nb] { bench::run_nbody_suite(*nb); });
 }
 
 }  // namespace simkit::cli

@@ -71,6 +71,7 @@ void run_ann_suite(const Options& options);         // bench_ann.cpp
 void run_writes_suite(const Options& options);      // bench_writes.cpp
 void run_filters_suite(const Options& options);     // bench_filters.cpp
 void run_strategies_suite(const Options& options);  // bench_strategies.cpp
+void run_nbody_suite(const Options& options);       // bench_nbody.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {
