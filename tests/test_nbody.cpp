@@ -184,3 +184,70 @@ TEST_P(NbodyTest, BadInputIsRefusedAndNothingWritten) {
 
 }  // namespace
 }  // namespace simkit::test
+
+namespace simkit::test {
+namespace {
+
+// Leapfrog keeps a circular two-body orbit's energy: 1,000 steps of a twentieth of a radian
+// (eight orbits' worth of phase error would show as drift; the symplectic scheme only oscillates).
+TEST(NbodyIntegrator, TwoBodyOrbitKeepsItsEnergy) {
+  // Two masses of 1/2 at distance 1: each circles the centre at radius 1/2 with speed 1/2.
+  Matrix<float> B(2, 4), V(2, 3);
+  const float b[2][4] = {{-0.5f, 0, 0, 0.5f}, {0.5f, 0, 0, 0.5f}}, v[2][3] = {{0, -0.5f, 0}, {0, 0.5f, 0}};
+  for (int i = 0; i < 2; ++i) {
+    for (int c = 0; c < 4; ++c) B(i, c) = b[i][c];
+    for (int c = 0; c < 3; ++c) V(i, c) = v[i][c];
+  }
+  const Context ctx = cpu_context();
+  const NbodyDiagnostics before = nbody_diagnostics(ctx, B.view(), V.view());
+  EXPECT_NEAR(before.total, -0.125, 1e-7);  // K = 1/8, U = -1/4
+  double worst = 0;
+  const double period = 2 * 3.141592653589793;  // 2 pi r / v
+  nbody_leapfrog(ctx, B.view(), V.view(), period / 1000, 1000, {}, [&](int64_t) {
+    const NbodyDiagnostics now = nbody_diagnostics(ctx, B.view(), V.view());
+    worst = std::max(worst, std::fabs(now.total / before.total - 1));
+  });
+  EXPECT_LE(worst, 1e-4);
+  // After one period the bodies are back where they started, to the scheme's phase error.
+  EXPECT_NEAR(B(0, 0), -0.5f, 2e-3f);
+  EXPECT_NEAR(B(0, 1), 0.f, 2e-2f);
+  std::printf("two-body orbit, 1,000 steps: worst relative energy error %.2e\n", worst);
+}
+
+TEST(NbodyIntegrator, PlummerSphereKeepsItsEnergyAndMomentum) {
+  NbodySystem s = nbody_initial("plummer", 1000, 42);
+  const Context ctx = cpu_context();
+  const NbodyOptions o{1.0, 0.05};
+  const NbodyDiagnostics before = nbody_diagnostics(ctx, s.bodies.view(), s.velocities.view(), o);
+  EXPECT_NEAR(before.kinetic / -before.potential, 0.5, 0.1) << "a Plummer sphere starts in virial equilibrium";
+  double worst = 0;
+  nbody_leapfrog(ctx, s.bodies.view(), s.velocities.view(), 1.0 / 512, 1000, o, [&](int64_t step) {
+    if (step % 50 != 0) return;
+    const NbodyDiagnostics now = nbody_diagnostics(ctx, s.bodies.view(), s.velocities.view(), o);
+    worst = std::max(worst, std::fabs(now.total / before.total - 1));
+    for (int k = 0; k < 3; ++k) EXPECT_LE(std::fabs(now.momentum[k]), 1e-5) << "step " << step;
+  });
+  EXPECT_LE(worst, 1e-4);
+  std::printf("Plummer sphere, 1,000 bodies, 1,000 steps: worst relative energy error %.2e\n", worst);
+}
+
+TEST(NbodyIntegrator, InitialConditionsAreDeterministicAndCentred) {
+  for (const char* kind : {"plummer", "uniform", "collision"}) {
+    const NbodySystem a = nbody_initial(kind, 101, 7), b = nbody_initial(kind, 101, 7);
+    EXPECT_TRUE(std::equal(a.bodies.data(), a.bodies.data() + a.bodies.size(), b.bodies.data())) << kind;
+    double mass = 0, c[3] = {0, 0, 0};
+    for (int64_t i = 0; i < 101; ++i) {
+      mass += a.bodies(i, 3);
+      for (int k = 0; k < 3; ++k) c[k] += double(a.bodies(i, 3)) * a.bodies(i, k);
+    }
+    EXPECT_NEAR(mass, 1.0, 1e-5) << kind;
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(c[k], 0.0, 1e-5) << kind;
+  }
+  expect_error([] { nbody_initial("spiral", 10, 1); }, ErrorCode::invalid_argument, "plummer, uniform, collision");
+  Matrix<float> B(2, 4), V(2, 3);
+  expect_error([&] { nbody_leapfrog(cpu_context(), B.view(), V.view(), -1, 1); }, ErrorCode::invalid_argument,
+               "dt must be finite and > 0");
+}
+
+}  // namespace
+}  // namespace simkit::test

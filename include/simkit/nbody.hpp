@@ -26,6 +26,8 @@
 //                       {.G = 1.0, .softening = 0.01});
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include <simkit/array.hpp>
 #include <simkit/context.hpp>
@@ -50,5 +52,40 @@ void nbody_accel(const Context& ctx, MatrixView<const float> bodies, MatrixView<
 /// potential m values (or empty). The same rules and errors as nbody_accel.
 void nbody_field(const Context& ctx, MatrixView<const float> targets, MatrixView<const float> sources,
                  MatrixView<float> accel, ArrayView<float> potential = {}, const NbodyOptions& options = {});
+
+/// A system to integrate: bodies (n x 4: x, y, z, mass) and velocities (n x 3).
+struct NbodySystem {
+  Matrix<float> bodies;
+  Matrix<float> velocities;
+};
+
+/// Initial conditions drawn deterministically from `seed`, total mass 1, centre of mass at rest
+/// at the origin, in units where G = 1:
+///   "plummer"    a Plummer sphere in Henon units (virial radius 1, total energy -1/4), sampled
+///                as Aarseth, Henon and Wielen (1974), radii cut at 10 scale lengths;
+///   "uniform"    a cold ball: uniform in the unit sphere, at rest (it collapses);
+///   "collision"  two Plummer spheres of n/2 bodies, 6 apart on x, falling towards each other
+///                at 0.3 each.
+/// Error(invalid_argument) for another kind or n < 2 (collision: n < 4).
+NbodySystem nbody_initial(const std::string& kind, int64_t n, uint64_t seed);
+
+/// What an integration conserves, in float64: kinetic and potential energy (1/2 sum m_i phi_i,
+/// the softened potential) and the total momentum.
+struct NbodyDiagnostics {
+  double kinetic = 0, potential = 0, total = 0;
+  double momentum[3] = {0, 0, 0};
+};
+NbodyDiagnostics nbody_diagnostics(const Context& ctx, MatrixView<const float> bodies,
+                                   MatrixView<const float> velocities, const NbodyOptions& options = {});
+
+/// `steps` leapfrog steps of `dt` (kick-drift-kick: half a kick from the current accelerations,
+/// a drift, the new accelerations, half a kick; second order, time-reversible, symplectic, so the
+/// energy error oscillates instead of growing) on host `bodies` (positions updated in place) and
+/// `velocities`. `after_step(step)` is called after each step (for snapshots and reports).
+/// The accelerations come from nbody_accel on ctx's device. Errors as nbody_accel, and
+/// Error(invalid_argument) for velocities of another shape or a dt that is not finite and > 0.
+void nbody_leapfrog(const Context& ctx, MatrixView<float> bodies, MatrixView<float> velocities, double dt,
+                    int64_t steps, const NbodyOptions& options = {},
+                    const std::function<void(int64_t step)>& after_step = {});
 
 }  // namespace simkit

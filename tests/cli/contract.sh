@@ -216,7 +216,17 @@ else
   fail "nbody: good run failed: $(cat stderr.txt)"
 fi
 
+bad "nbody run: dt"               "dt must be"               -- "$simkit" nbody run --dt -1 --n 8 --steps 1
+bad "nbody run: init"             "init"                     -- "$simkit" nbody run --init spiral --n 8 --steps 1
 checks=$((checks + 1))
-expect_examples info gen pairwise knn kmeans kcenter demo "bench pairwise" "bench knn" "bench kmeans" "nbody accel"
+if "$simkit" nbody run --init plummer --n 64 --steps 20 --dt 0.005 --every 10 --device cpu >stdout.txt 2>stderr.txt &&
+   [ "$(grep -cE '^ +(0|10|20) ' stdout.txt)" -eq 3 ]; then
+  echo "ok   nbody run: $(grep -E '^ +20 ' stdout.txt | tr -s ' ')"
+else
+  fail "nbody run: $(cat stdout.txt stderr.txt | head -8)"
+fi
+
+checks=$((checks + 1))
+expect_examples info gen pairwise knn kmeans kcenter demo "bench pairwise" "bench knn" "bench kmeans" "nbody accel" "nbody run"
 
 finish
