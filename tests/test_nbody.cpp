@@ -251,3 +251,69 @@ TEST(NbodyIntegrator, InitialConditionsAreDeterministicAndCentred) {
 
 }  // namespace
 }  // namespace simkit::test
+
+namespace simkit::test {
+namespace {
+
+/// Relative force errors of `a` against `ref` (n x 3), median and maximum.
+std::pair<double, double> force_errors(const Matrix<float>& a, const Matrix<float>& ref) {
+  std::vector<double> e;
+  for (int64_t i = 0; i < a.rows(); ++i) {
+    double d = 0, r = 0;
+    for (int c = 0; c < 3; ++c) d += (a(i, c) - ref(i, c)) * (a(i, c) - ref(i, c)), r += ref(i, c) * ref(i, c);
+    e.push_back(std::sqrt(d / r));
+  }
+  std::sort(e.begin(), e.end());
+  return {e[e.size() / 2], e.back()};
+}
+
+TEST(NbodyBarnesHut, ThetaZeroIsTheDirectSumAndErrorFallsWithTheta) {
+  const NbodySystem s = nbody_initial("plummer", 3001, 9);
+  const Context ctx = cpu_context();
+  NbodyOptions o{1.0, 0.01};
+  Matrix<float> direct(3001, 3), bh(3001, 3);
+  nbody_accel(ctx, s.bodies.view(), direct.view(), {}, o);
+  o.method = NbodyMethod::barnes_hut;
+  o.theta = 0;
+  nbody_accel(ctx, s.bodies.view(), bh.view(), {}, o);
+  EXPECT_LE(force_errors(bh, direct).second, 1e-5) << "theta = 0 opens every cell: the direct sum";
+  double last = 0;
+  for (double theta : {0.3, 0.5, 0.7, 1.0}) {
+    o.theta = theta;
+    const NbodyReport r = nbody_accel(ctx, s.bodies.view(), bh.view(), {}, o);
+    const auto [median, worst] = force_errors(bh, direct);
+    std::printf("theta %.1f: median force error %.2e, max %.2e, %.1f interactions per body\n", theta, median, worst,
+                double(r.interactions) / 3001);
+    EXPECT_GT(median, last) << theta;
+    EXPECT_LT(median, theta * theta * 0.05) << theta;  // monopole: error ~ theta^2, measured ~1e-3 at 0.5
+    EXPECT_LT(r.interactions, int64_t(3001) * 3001);
+    last = median;
+  }
+}
+
+TEST(NbodyBarnesHut, CostZonesBalanceTheThreadsAndCoverEveryBody) {
+  // Two colliding spheres: dense cores and sparse outskirts, so bodies cost very different amounts.
+  const NbodySystem s = nbody_initial("collision", 4000, 3);
+  Context ctx = cpu_context(4);
+  std::vector<int64_t> costs(4000, 0);
+  NbodyOptions o{1.0, 0.01, NbodyMethod::barnes_hut, 0.5, ArrayView<int64_t>(costs)};
+  Matrix<float> a1(4000, 3), a2(4000, 3);
+  const NbodyReport first = nbody_accel(ctx, s.bodies.view(), a1.view(), {}, o);  // equal counts, records costs
+  EXPECT_TRUE(std::all_of(costs.begin(), costs.end(), [](int64_t c) { return c > 0; }))
+      << "every body was walked and counted";
+  const NbodyReport second = nbody_accel(ctx, s.bodies.view(), a2.view(), {}, o);  // cost zones
+  EXPECT_TRUE(std::equal(a1.data(), a1.data() + a1.size(), a2.data())) << "the split changes no result";
+  std::printf("threads %d: imbalance equal-count %.3f, cost zones %.3f\n", second.threads, second.imbalance_equal_count,
+              second.imbalance);
+  EXPECT_LT(second.imbalance, 1.1);
+  EXPECT_LE(second.imbalance, second.imbalance_equal_count);
+  EXPECT_EQ(first.interactions, second.interactions);
+  Context gpu_ctx = ctx;
+  gpu_ctx.device = Device::gpu;
+  if (!gpus().empty())
+    expect_error([&] { nbody_accel(gpu_ctx, s.bodies.view(), a1.view(), {}, o); }, ErrorCode::unsupported,
+                 "runs on the CPU");
+}
+
+}  // namespace
+}  // namespace simkit::test

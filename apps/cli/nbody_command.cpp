@@ -25,13 +25,14 @@ namespace {
 
 struct NbodyAccelOptions {
   std::string bodies, targets, out, potential, method = "direct";
-  double G = 1.0, softening = 0.0;
+  double G = 1.0, softening = 0.0, theta = 0.5;
   RunOptions run;
 };
 
 void run_accel(const NbodyAccelOptions& o) {
-  if (o.method != "direct")
-    bad("--method " + o.method + ": only direct is available in this version (every pair, exact to float32)");
+  if (o.method != "direct" && o.method != "bh")
+    bad("--method " + o.method + ": direct (every pair) or bh (Barnes-Hut, CPU only in this version)");
+  if (!(std::isfinite(o.theta) && o.theta >= 0)) bad("--theta must be a finite value >= 0, got " + number(o.theta));
   if (!(std::isfinite(o.G) && o.G > 0)) bad("--G must be a finite value > 0, got " + number(o.G));
   if (!(std::isfinite(o.softening) && o.softening >= 0))
     bad("--softening must be a finite value >= 0, got " + number(o.softening));
@@ -57,22 +58,23 @@ void run_accel(const NbodyAccelOptions& o) {
   const int64_t m = o.targets.empty() ? B.rows() : T.rows();
   Matrix<float> accel(m, 3), phi(o.potential.empty() ? 0 : m, 1);
   const ArrayView<float> phi_view = o.potential.empty() ? ArrayView<float>{} : ArrayView<float>(phi.view());
-  const NbodyOptions options{o.G, o.softening};
+  NbodyOptions options{o.G, o.softening};
+  if (o.method == "bh") options.method = NbodyMethod::barnes_hut, options.theta = o.theta;
   t0 = std::chrono::steady_clock::now();
-  if (o.targets.empty())
-    nbody_accel(ctx, B.view(), accel.view(), phi_view, options);
-  else
-    nbody_field(ctx, T.view(), B.view(), accel.view(), phi_view, options);
+  const NbodyReport report = o.targets.empty() ? nbody_accel(ctx, B.view(), accel.view(), phi_view, options)
+                                               : nbody_field(ctx, T.view(), B.view(), accel.view(), phi_view, options);
   const double work_s = seconds_since(t0);
   bar.finish();
   OutputSet outputs;
   write_matrix(outputs.stage(o.out), accel.view());
   if (!o.potential.empty()) write_matrix(outputs.stage(o.potential), phi.view());
   outputs.commit();
-  const double pairs = double(m) * double(B.rows());
-  std::printf("nbody accel: %s targets x %s bodies, direct on %s in %s (%.3g interactions/s), read in %s\n",
-              with_commas(m).c_str(), with_commas(B.rows()).c_str(), describe_device(ctx).c_str(),
-              format_duration(work_s).c_str(), pairs / work_s, format_duration(read_s).c_str());
+  std::printf("nbody accel: %s targets x %s bodies, %s on %s in %s (%.3g interactions/s), read in %s\n",
+              with_commas(m).c_str(), with_commas(B.rows()).c_str(), o.method.c_str(), describe_device(ctx).c_str(),
+              format_duration(work_s).c_str(), double(report.interactions) / work_s, format_duration(read_s).c_str());
+  if (o.method == "bh")
+    std::printf("  %.1f interactions per target; thread work max/mean %.3f\n", double(report.interactions) / double(m),
+                report.imbalance);
 }
 
 struct NbodyRunOptions {
@@ -130,7 +132,11 @@ void add_nbody_command(CLI::App& app) {
   sub->add_option("--bodies", o->bodies, "bodies (n x 4: x, y, z, mass): .npy or .fvecs")->required();
   sub->add_option("--targets", o->targets,
                   "evaluate the bodies' field at these points (m x 3) instead of at the bodies themselves");
-  sub->add_option("--method", o->method, "direct (every pair)")->capture_default_str();
+  sub->add_option("--method", o->method, "direct (every pair) or bh (Barnes-Hut, CPU only in this version)")
+      ->capture_default_str();
+  sub->add_option("--theta", o->theta,
+                  "bh: the opening angle (a cell of side s at distance d is one mass when s/d < theta)")
+      ->capture_default_str();
   sub->add_option("--G", o->G, "the gravitational constant, > 0")->capture_default_str();
   sub->add_option("--softening", o->softening, "eps >= 0: distances become sqrt(r^2 + eps^2)")->capture_default_str();
   sub->add_option("--out,-o", o->out, "accelerations: m x 3 float32 (.npy or .fvecs)")->required();

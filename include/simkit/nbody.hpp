@@ -12,7 +12,10 @@
 // same point, a target placed on a source. So nbody_accel() over one set is the two-set sum of
 // the set with itself.
 //
-// Method: the direct sum, every pair, O(n m), in float32 with float32 accumulation per target
+// Methods. barnes_hut (CPU only so far): an octree over the sources (Morton order), monopole
+// moments, a cell taken whole when s / d < theta, accumulated in float64; its error is that of
+// the monopole approximation (tests/test_nbody.cpp measures it against the direct sum).
+// direct: every pair, O(n m), in float32 with float32 accumulation per target
 // (on the GPU in the shared-memory tiles of GPU Gems 3, ch. 31; on the CPU SIMD lanes over the
 // sources and OpenMP over the targets). Its rounding error is bounded by a few units of float32
 // rounding times the sum of the pair magnitudes G sum_j m_j / r_j^2 (not times |accel|, which
@@ -35,9 +38,32 @@
 
 namespace simkit {
 
+enum class NbodyMethod {
+  direct,      // every pair
+  barnes_hut,  // an octree; a cell seen under an angle below theta counts as one mass (CPU only so far)
+};
+
 struct NbodyOptions {
   double G = 1.0;          // the gravitational constant, > 0, in the units of the data
   double softening = 0.0;  // eps >= 0: distances become sqrt(r^2 + eps^2)
+  NbodyMethod method = NbodyMethod::direct;
+  /// barnes_hut: a cell of side s whose centre of mass lies at distance d is taken whole when
+  /// s / d < theta (0: every cell opened, the direct sum in another order). >= 0.
+  double theta = 0.5;
+  /// barnes_hut: per-target interaction counts (m values), read as the previous call's to split
+  /// the targets over threads by equal work (cost zones; all zero: equal counts), then
+  /// overwritten with this call's. Empty: equal counts, nothing kept. Host memory.
+  ArrayView<int64_t> costs = {};
+};
+
+/// What a call did: pair and cell interactions summed over the targets, and, for barnes_hut,
+/// the load balance of the threads: max / mean of their interactions under the split used
+/// (cost zones when counts were given) and under an equal-count split of the same targets.
+struct NbodyReport {
+  int64_t interactions = 0;
+  int threads = 1;
+  double imbalance = 1.0;
+  double imbalance_equal_count = 1.0;
 };
 
 /// The acceleration (and, when `potential` is not empty, the potential) of every body of
@@ -45,13 +71,13 @@ struct NbodyOptions {
 /// values. Inputs and outputs on the host or (GPU backend) on the device, each independently.
 /// Throws Error(invalid_argument) on a shape other than n x 4, n = 0, non-finite values,
 /// negative masses, G <= 0 or a negative or non-finite softening, and outputs of the wrong shape.
-void nbody_accel(const Context& ctx, MatrixView<const float> bodies, MatrixView<float> accel,
-                 ArrayView<float> potential = {}, const NbodyOptions& options = {});
+NbodyReport nbody_accel(const Context& ctx, MatrixView<const float> bodies, MatrixView<float> accel,
+                        ArrayView<float> potential = {}, const NbodyOptions& options = {});
 
 /// The field of `sources` (n x 4: x, y, z, mass) at `targets` (m x 3: x, y, z): accel m x 3,
 /// potential m values (or empty). The same rules and errors as nbody_accel.
-void nbody_field(const Context& ctx, MatrixView<const float> targets, MatrixView<const float> sources,
-                 MatrixView<float> accel, ArrayView<float> potential = {}, const NbodyOptions& options = {});
+NbodyReport nbody_field(const Context& ctx, MatrixView<const float> targets, MatrixView<const float> sources,
+                        MatrixView<float> accel, ArrayView<float> potential = {}, const NbodyOptions& options = {});
 
 /// A system to integrate: bodies (n x 4: x, y, z, mass) and velocities (n x 3).
 struct NbodySystem {

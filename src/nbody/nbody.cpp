@@ -13,6 +13,7 @@
 #include "core/backend.hpp"
 #include "core/expects.hpp"
 #include "nbody/nbody_direct.hpp"
+#include "nbody/nbody_tree.hpp"
 
 namespace simkit {
 
@@ -38,8 +39,9 @@ void check_rows(const float* rows, int64_t count, int64_t cols, bool masses, con
     }
 }
 
-void run(const Context& ctx, MatrixView<const float> targets, bool targets_are_bodies, MatrixView<const float> sources,
-         MatrixView<float> accel, ArrayView<float> potential, const NbodyOptions& o) {
+NbodyReport run(const Context& ctx, MatrixView<const float> targets, bool targets_are_bodies,
+                MatrixView<const float> sources, MatrixView<float> accel, ArrayView<float> potential,
+                const NbodyOptions& o) {
   SIMKIT_EXPECTS(sources.cols == 4, invalid_argument, "nbody: bodies must be n x 4 rows (x, y, z, mass), got ",
                  sources.rows, " x ", sources.cols, sources.cols == 3 ? " (no masses: add a fourth column)" : "");
   SIMKIT_EXPECTS(sources.rows >= 1, invalid_argument, "nbody: no bodies (n = 0)");
@@ -53,6 +55,10 @@ void run(const Context& ctx, MatrixView<const float> targets, bool targets_are_b
   SIMKIT_EXPECTS(std::isfinite(o.G) && o.G > 0, invalid_argument, "nbody: G must be finite and > 0, got ", o.G);
   SIMKIT_EXPECTS(std::isfinite(o.softening) && o.softening >= 0, invalid_argument,
                  "nbody: the softening must be finite and >= 0, got ", o.softening);
+  SIMKIT_EXPECTS(std::isfinite(o.theta) && o.theta >= 0, invalid_argument, "nbody: theta must be finite and >= 0, got ",
+                 o.theta);
+  SIMKIT_EXPECTS(o.costs.empty() || (o.costs.size == targets.rows && o.costs.where == Memory::host), invalid_argument,
+                 "nbody: costs must hold ", targets.rows, " host values (or none), got ", o.costs.size);
   const detail::Backend& backend = detail::backend_for(
       ctx, {targets.where, sources.where, accel.where, potential.empty() ? Memory::host : potential.where}, "nbody");
   std::vector<float> source_copy, target_copy;
@@ -68,22 +74,30 @@ void run(const Context& ctx, MatrixView<const float> targets, bool targets_are_b
   a.sources = S, a.n = sources.rows;
   a.accel = accel, a.potential = potential;
   a.G = o.G, a.softening = o.softening;
+  if (o.method == NbodyMethod::barnes_hut) {
+    SIMKIT_EXPECTS(backend.device() == Device::cpu, unsupported,
+                   "nbody: barnes_hut runs on the CPU in this version (use --device cpu, or direct on the GPU)");
+    return detail::cpu::nbody_barnes_hut(ctx, a, o.theta, o.costs);
+  }
   if (backend.device() == Device::gpu)
     detail::cuda::nbody_direct(ctx, a);
   else
     detail::cpu::nbody_direct(ctx, a);
+  NbodyReport report;
+  report.interactions = a.m * a.n;
+  return report;
 }
 
 }  // namespace
 
-void nbody_accel(const Context& ctx, MatrixView<const float> bodies, MatrixView<float> accel,
-                 ArrayView<float> potential, const NbodyOptions& options) {
-  run(ctx, bodies, true, bodies, accel, potential, options);
+NbodyReport nbody_accel(const Context& ctx, MatrixView<const float> bodies, MatrixView<float> accel,
+                        ArrayView<float> potential, const NbodyOptions& options) {
+  return run(ctx, bodies, true, bodies, accel, potential, options);
 }
 
-void nbody_field(const Context& ctx, MatrixView<const float> targets, MatrixView<const float> sources,
-                 MatrixView<float> accel, ArrayView<float> potential, const NbodyOptions& options) {
-  run(ctx, targets, false, sources, accel, potential, options);
+NbodyReport nbody_field(const Context& ctx, MatrixView<const float> targets, MatrixView<const float> sources,
+                        MatrixView<float> accel, ArrayView<float> potential, const NbodyOptions& options) {
+  return run(ctx, targets, false, sources, accel, potential, options);
 }
 
 }  // namespace simkit

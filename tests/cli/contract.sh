@@ -199,7 +199,8 @@ bad "nbody: no masses"            "add the masses"           -- NB --bodies q3.f
 bad "nbody: 8 columns"            "n x 4"                    -- NB --bodies base.fvecs --out out.npy
 bad "nbody: negative mass"        "mass -?[0-9.e-]+ .*>= 0"  -- NB --bodies negmass.fvecs --out out.npy
 bad "nbody: NaN"                  "nan"                      -- NB --bodies nan4.fvecs --out out.npy
-bad "nbody: method"               "only direct"              -- NB --bodies pair.fvecs --method bh --out out.npy
+bad "nbody: method"               "direct .* or bh"          -- NB --bodies pair.fvecs --method fmm --out out.npy
+bad "nbody: theta"                "theta"                    -- NB --bodies pair.fvecs --method bh --theta -1 --out out.npy
 bad "nbody: softening"            "softening"                -- NB --bodies pair.fvecs --softening -1 --out out.npy
 bad "nbody: targets n x 4"        "targets are m x 3"        -- NB --bodies pair.fvecs --targets pair.fvecs --out out.npy
 checks=$((checks + 1))
