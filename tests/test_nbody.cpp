@@ -288,6 +288,15 @@ TEST(NbodyBarnesHut, ThetaZeroIsTheDirectSumAndErrorFallsWithTheta) {
     EXPECT_LT(median, theta * theta * 0.05) << theta;  // monopole: error ~ theta^2, measured ~1e-3 at 0.5
     EXPECT_LT(r.interactions, int64_t(3001) * 3001);
     last = median;
+    o.quadrupole = true;
+    nbody_accel(ctx, s.bodies.view(), bh.view(), {}, o);
+    const double with_quadrupole = force_errors(bh, direct).first;
+    std::printf("          with quadrupoles: median %.2e\n", with_quadrupole);
+    EXPECT_LT(with_quadrupole, median) << theta;
+    if (theta == 0.5) {
+      EXPECT_LE(with_quadrupole, 1e-3);
+    }
+    o.quadrupole = false;
   }
 }
 

@@ -77,7 +77,7 @@ NbodyReport run(const Context& ctx, MatrixView<const float> targets, bool target
   if (o.method == NbodyMethod::barnes_hut) {
     SIMKIT_EXPECTS(backend.device() == Device::cpu, unsupported,
                    "nbody: barnes_hut runs on the CPU in this version (use --device cpu, or direct on the GPU)");
-    return detail::cpu::nbody_barnes_hut(ctx, a, o.theta, o.costs);
+    return detail::cpu::nbody_barnes_hut(ctx, a, o.theta, o.quadrupole, o.costs);
   }
   if (backend.device() == Device::gpu)
     detail::cuda::nbody_direct(ctx, a);

@@ -11,6 +11,7 @@ namespace simkit::detail::cpu {
 
 /// `costs` (m values or empty): read as last call's interaction counts per target to split the
 /// work, then overwritten with this call's.
-NbodyReport nbody_barnes_hut(const Context& ctx, const NbodyArgs& a, double theta, ArrayView<int64_t> costs);
+NbodyReport nbody_barnes_hut(const Context& ctx, const NbodyArgs& a, double theta, bool quadrupole,
+                             ArrayView<int64_t> costs);
 
 }  // namespace simkit::detail::cpu

@@ -1,5 +1,6 @@
 // Barnes-Hut on the CPU: an octree over the sources built from their Morton order, monopole
-// moments (mass and centre of mass, in float64) summed bottom-up, and per target a depth-first
+// moments (mass and centre of mass, in float64) and optionally traceless quadrupoles summed
+// bottom-up, and per target a depth-first
 // walk that takes a node whole when it looks small from there (its side s over the distance d
 // to its centre of mass below theta) and opens it otherwise; leaves are summed pair by pair.
 //
@@ -35,6 +36,7 @@ uint64_t spread(uint64_t v) {
 
 struct Node {
   double cx = 0, cy = 0, cz = 0, mass = 0;  // centre of mass and mass
+  double q[6] = {0, 0, 0, 0, 0, 0};         // traceless quadrupole about it: xx, yy, zz, xy, xz, yz
   double side = 0;                          // the cell's side
   int64_t first = 0, last = 0;              // its bodies, in Morton order
   int64_t child = -1;                       // first of its children (consecutive), -1 for a leaf
@@ -88,6 +90,23 @@ void build(Tree& t, const std::vector<uint64_t>& codes, int64_t self, int level,
   } else {  // massless cell: its centre is its first body (it contributes nothing anyway)
     done.cx = t.x[size_t(done.first)], done.cy = t.y[size_t(done.first)], done.cz = t.z[size_t(done.first)];
   }
+  // The quadrupole about the centre of mass: the bodies' own for a leaf, else each child's
+  // moved to this centre (parallel-axis: plus the child's mass at its offset).
+  auto add_point = [&](double m, double x, double y, double z) {
+    const double dx = x - done.cx, dy = y - done.cy, dz = z - done.cz, r2 = dx * dx + dy * dy + dz * dz;
+    done.q[0] += m * (3 * dx * dx - r2), done.q[1] += m * (3 * dy * dy - r2), done.q[2] += m * (3 * dz * dz - r2);
+    done.q[3] += m * 3 * dx * dy, done.q[4] += m * 3 * dx * dz, done.q[5] += m * 3 * dy * dz;
+  };
+  if (done.child < 0) {
+    for (int64_t p = done.first; p < done.last; ++p)
+      add_point(t.m[size_t(p)], t.x[size_t(p)], t.y[size_t(p)], t.z[size_t(p)]);
+  } else {
+    for (int c = 0; c < done.children; ++c) {
+      const Node& k = t.nodes[size_t(done.child + c)];
+      for (int e = 0; e < 6; ++e) done.q[e] += k.q[e];
+      add_point(k.mass, k.cx, k.cy, k.cz);
+    }
+  }
 }
 
 Tree make_tree(const NbodyArgs& a) {
@@ -126,7 +145,7 @@ Tree make_tree(const NbodyArgs& a) {
 }
 
 /// One target's walk: accel and potential in float64, and the interactions it made.
-int64_t walk(const Tree& t, double x, double y, double z, double theta2, double eps2, double out[4],
+int64_t walk(const Tree& t, double x, double y, double z, double theta2, double eps2, bool quadrupole, double out[4],
              std::vector<int64_t>& stack) {
   int64_t interactions = 0;
   double ax = 0, ay = 0, az = 0, phi = 0;
@@ -145,6 +164,18 @@ int64_t walk(const Tree& t, double x, double y, double z, double theta2, double 
     const double d2 = dx * dx + dy * dy + dz * dz;
     if (node.side * node.side < theta2 * d2) {  // s / d < theta: the node as one mass
       add(dx, dy, dz, node.mass);
+      if (quadrupole) {
+        // phi = -(1/2) r.Q.r / r^5 with r from the centre of mass to the target, so
+        // a = Q r / r^5 - (5/2) (r.Q.r) r / r^7 (softened distances, as the monopole's).
+        const double rx = -dx, ry = -dy, rz = -dz, r2 = d2 + eps2, inv2 = 1 / r2, inv5 = inv2 * inv2 / std::sqrt(r2);
+        const double* q = node.q;
+        const double qx = q[0] * rx + q[3] * ry + q[4] * rz, qy = q[3] * rx + q[1] * ry + q[5] * rz,
+                     qz = q[4] * rx + q[5] * ry + q[2] * rz;
+        const double rqr = rx * qx + ry * qy + rz * qz;
+        ax += inv5 * (qx - 2.5 * rqr * inv2 * rx), ay += inv5 * (qy - 2.5 * rqr * inv2 * ry),
+            az += inv5 * (qz - 2.5 * rqr * inv2 * rz);
+        phi -= 0.5 * rqr * inv5;
+      }
       ++interactions;
     } else if (node.child < 0) {
       for (int64_t p = node.first; p < node.last; ++p)
@@ -185,7 +216,8 @@ double imbalance(const std::vector<int64_t>& cost_in_order, const std::vector<in
 
 }  // namespace
 
-NbodyReport nbody_barnes_hut(const Context& ctx, const NbodyArgs& a, double theta, ArrayView<int64_t> costs) {
+NbodyReport nbody_barnes_hut(const Context& ctx, const NbodyArgs& a, double theta, bool quadrupole,
+                             ArrayView<int64_t> costs) {
   const Tree t = make_tree(a);
   const int64_t m = a.m;
   // The targets in walk order: the bodies in Morton order when they are the sources, else as given.
@@ -213,7 +245,7 @@ NbodyReport nbody_barnes_hut(const Context& ctx, const NbodyArgs& a, double thet
         const int64_t i = walk_order[size_t(w)];
         const float* p = a.targets + i * a.target_stride;
         double out[4];
-        counts[size_t(w)] = walk(t, p[0], p[1], p[2], theta2, eps2, out, stack);
+        counts[size_t(w)] = walk(t, p[0], p[1], p[2], theta2, eps2, quadrupole, out, stack);
         for (int c = 0; c < 3; ++c) a.accel.data[i * 3 + c] = float(a.G * out[c]);
         if (!a.potential.empty()) a.potential.data[i] = float(a.G * out[3]);
       }
