@@ -312,7 +312,11 @@ void add_bench_command(CLI::App& app) {
                      "untimed runs before them (default 1)");
   nb_cmd->add_option("--sizes", nb->sizes,
                      "log2 N, comma-separated (default 14,16,18,20 on the GPU, 12,14,16 on the CPU)");
-  nb_cmd->footer("Example:\n  simkit bench nbody --device gpu --csv nbody.csv\n");
+  nb_cmd->add_option("--bh-sizes", nb->bh_sizes,
+                     "CPU: Barnes-Hut's log2 N on a Plummer sphere, comma-separated (default 12,14,16,18,20)");
+  nb_cmd->footer(
+      "Example:\n  simkit bench nbody --device gpu --csv nbody.csv\n"
+      "  simkit bench nbody --device cpu --threads 2 --sizes 12,14 --bh-sizes 16,20 --csv nbody-cpu.csv\n");
   nb_cmd->callback([nb] { bench::run_nbody_suite(*nb); });
 }
 

@@ -60,6 +60,8 @@ struct Options {
   // the WordNet directory, queries shared with the above)
   int64_t base = 0;  // 0: 10,000 (1,000 with --quick)
   std::string plot;
+  // nbody only (sizes = the direct sum's log2 N)
+  std::string bh_sizes;  // Barnes-Hut's log2 N (CPU)
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp

@@ -3,7 +3,11 @@
 // on the GPU the share of the FP32 peak counting 20 floating-point operations per interaction
 // (the convention of GPU Gems 3 ch. 31, the figure its peers quote); the accelerations of 64
 // bodies checked against float64, relative to the sum of the pair magnitudes (simkit/nbody.hpp).
+// On the CPU also Barnes-Hut on a Plummer sphere of the same N at theta 0.3, 0.5, 0.7, 1.0, with
+// and without quadrupoles: time, interactions per body, and the median and 99th-percentile
+// relative force error against the direct sum at 256 bodies (nbody_field at those bodies).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -41,6 +45,53 @@ double max_error(const Matrix<float>& B, const Matrix<float>& accel, const std::
     if (std::isnan(accel(i, 0))) return NAN;
   }
   return worst;
+}
+
+/// Barnes-Hut rows (CPU): per N and theta, time and the force errors at 256 sampled bodies.
+void run_barnes_hut(const Setup& s, const std::vector<int64_t>& sizes, const Options& o, std::vector<Row>& rows) {
+  std::printf("\n  Barnes-Hut, Plummer sphere, softening %g: error = |a - a_direct| / |a_direct| at 256 bodies\n",
+              kSoftening);
+  std::printf("  %10s %6s %5s %12s %14s %12s %12s %10s\n", "N", "theta", "quad", "median ms", "inter./body",
+              "median err", "p99 err", "imbalance");
+  for (int64_t log_n : sizes) {
+    if (log_n < 4 || log_n > 26) throw Error(ErrorCode::invalid_argument, "--bh-sizes: log2 N in 4 .. 26");
+    const int64_t n = int64_t(1) << log_n;
+    const NbodySystem sys = nbody_initial("plummer", n, o.seed + uint64_t(log_n));
+    const std::vector<int64_t> sample = sample_rows(n, 256);
+    Matrix<float> targets(int64_t(sample.size()), 3), truth(int64_t(sample.size()), 3), accel(n, 3);
+    for (size_t r = 0; r < sample.size(); ++r)
+      for (int c = 0; c < 3; ++c) targets(int64_t(r), c) = sys.bodies(sample[r], c);
+    nbody_field(s.ctx, targets.view(), sys.bodies.view(), truth.view(), {}, NbodyOptions{1.0, kSoftening});
+    std::vector<int64_t> costs(static_cast<size_t>(n), 0);
+    for (double theta : {0.3, 0.5, 0.7, 1.0})
+      for (bool quadrupole : {false, true}) {
+        NbodyOptions opt{1.0, kSoftening, NbodyMethod::barnes_hut, theta, ArrayView<int64_t>(costs), quadrupole};
+        NbodyReport report;
+        const Stats st = summarize(time_runs(
+            [&] { report = nbody_accel(s.ctx, sys.bodies.view(), accel.view(), {}, opt); }, s.warmup, s.repeat));
+        std::vector<double> err;
+        for (size_t r = 0; r < sample.size(); ++r) {
+          double d = 0, t = 0;
+          for (int c = 0; c < 3; ++c) {
+            const double want = truth(int64_t(r), c);
+            d += (accel(sample[r], c) - want) * (accel(sample[r], c) - want), t += want * want;
+          }
+          err.push_back(std::sqrt(d / t));
+        }
+        std::sort(err.begin(), err.end());
+        const double median = err[err.size() / 2], p99 = err[std::min(err.size() - 1, err.size() * 99 / 100)];
+        std::printf("  %10lld %6.1f %5s %12.3f %14.1f %12.2e %12.2e %10.3f\n", (long long)n, theta,
+                    quadrupole ? "yes" : "no", st.median_ms, double(report.interactions) / double(n), median, p99,
+                    report.imbalance);
+        std::fflush(stdout);
+        Row r;
+        r.suite = "nbody", r.case_name = std::string("barnes_hut") + (quadrupole ? "_quadrupole" : "");
+        r.metric = "theta=" + format_number(theta, 1), r.m = n, r.n = n, r.d = 3, r.device = "cpu";
+        r.stats = st, r.gflops = double(report.interactions) / (st.median_ms * 1e-3) * kFlopsPerInteraction / 1e9;
+        r.error = median, r.check = "median; p99 " + format_error(p99);
+        rows.push_back(r);
+      }
+  }
 }
 
 }  // namespace
@@ -81,6 +132,11 @@ void run_nbody_suite(const Options& o) {
     std::fflush(stdout);
     rows.push_back(r);
   }
+  if (!gpu)
+    run_barnes_hut(s,
+                   parse_int_list(o.bh_sizes.empty() ? (o.quick ? "10,12" : "12,14,16,18,20") : o.bh_sizes,
+                                  "--bh-sizes", "12,16,20"),
+                   o, rows);
   write_csv(o.csv, rows);
 }
 
