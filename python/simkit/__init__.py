@@ -1,5 +1,5 @@
 """simkit: similarity search, exact and approximate nearest neighbours, k-means, Gauss
-transforms and parallel primitives on NVIDIA GPUs and CPUs.
+transforms, softened n-body gravity and parallel primitives on NVIDIA GPUs and CPUs.
 
     >>> import numpy as np, simkit
     >>> X = np.random.default_rng(0).standard_normal((100000, 128), dtype=np.float32)
@@ -55,6 +55,7 @@ from ._clustering import KcenterResult, KmeansResult, kcenter, kmeans  # noqa: E
 from ._compute import gauss, kde, knn, pairwise  # noqa: E402
 from ._index import Index  # noqa: E402
 from ._io import read, write  # noqa: E402
+from ._nbody import nbody_accel, nbody_diagnostics, nbody_initial, nbody_run  # noqa: E402
 from ._primitives import merge, scan, segmented_scan, select_k, sort, spmv_csr  # noqa: E402
 
 Context = _simkit.Context
@@ -83,6 +84,10 @@ __all__ = [
     "kmeans",
     "knn",
     "merge",
+    "nbody_accel",
+    "nbody_diagnostics",
+    "nbody_initial",
+    "nbody_run",
     "pairwise",
     "read",
     "scan",

@@ -198,4 +198,5 @@ NB_MODULE(_simkit, m) {
   bind_clustering(m);
   bind_primitives(m);
   bind_index(m);
+  bind_nbody(m);
 }
