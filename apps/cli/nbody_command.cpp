@@ -4,10 +4,13 @@
 // conditions, reporting energy drift and momentum. Every input is read and checked before the work and the outputs are
 // written together atomically, so bad input exits with status 2 and leaves nothing behind.
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +21,8 @@
 
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "embedded_python.hpp"
+#include "nbody_plot_script.hpp"
 
 namespace simkit::cli {
 
@@ -80,7 +85,7 @@ void run_accel(const NbodyAccelOptions& o) {
 }
 
 struct NbodyRunOptions {
-  std::string init = "plummer", snapshots;
+  std::string init = "plummer", snapshots, plot;
   int64_t n = 4096, steps = 1000, every = 100;
   double dt = 1.0 / 256, softening = 0.01;
   uint64_t seed = 0;
@@ -93,8 +98,13 @@ void run_simulation(const NbodyRunOptions& o) {
     bad("--softening must be a finite value >= 0, got " + number(o.softening));
   if (!o.snapshots.empty() && !std::filesystem::is_directory(o.snapshots))
     bad("--snapshots " + quoted_path(o.snapshots) + " is not a directory");
+  if (!o.plot.empty()) {
+    check_output_path(o.plot, "--plot", {".png", ".svg", ".pdf"});
+    check_plotting();
+  }
   Context ctx = make_context(o.run, nullptr);
   NbodySystem s = nbody_initial(o.init, o.n, o.seed);
+  std::string report_csv = "step,time,kinetic,potential,drift,momentum\n";
   const NbodyOptions options{1.0, o.softening};
   const NbodyDiagnostics start = nbody_diagnostics(ctx, s.bodies.view(), s.velocities.view(), options);
   std::printf("nbody run: %s, %s bodies, %lld steps of dt = %g, softening %g, on %s\n", o.init.c_str(),
@@ -106,6 +116,10 @@ void run_simulation(const NbodyRunOptions& o) {
         std::sqrt(d.momentum[0] * d.momentum[0] + d.momentum[1] * d.momentum[1] + d.momentum[2] * d.momentum[2]);
     std::printf("  %8lld %10.4f %14.7f %14.7f %14.3e %12.3e\n", (long long)step, double(step) * o.dt, d.kinetic,
                 d.potential, d.total / start.total - 1, p);
+    char line[160];
+    std::snprintf(line, sizeof line, "%lld,%.9g,%.9g,%.9g,%.6e,%.6e\n", (long long)step, double(step) * o.dt, d.kinetic,
+                  d.potential, d.total / start.total - 1, p);
+    report_csv += line;
     std::fflush(stdout);
     if (!o.snapshots.empty()) {
       char name[64];
@@ -121,6 +135,22 @@ void run_simulation(const NbodyRunOptions& o) {
   const double seconds = seconds_since(t0);
   std::printf("%lld steps in %s (%.3g interactions/s)\n", (long long)o.steps, format_duration(seconds).c_str(),
               double(o.steps) * double(o.n) * double(o.n) / seconds);
+  if (!o.plot.empty()) {
+    const std::string dir = std::filesystem::temp_directory_path().string();
+    const std::string csv = dir + "/simkit-nbody-report-" + std::to_string(::getpid()) + ".csv";
+    const std::string npy = dir + "/simkit-nbody-bodies-" + std::to_string(::getpid()) + ".npy";
+    {
+      std::ofstream f(csv);
+      f << report_csv;
+    }
+    write_matrix(npy, s.bodies.view());
+    run_python_script(plot_nbody_py,
+                      {"--report", csv, "--snapshot", npy, "--out", o.plot, "--title",
+                       "simkit nbody run: " + o.init + ", " + with_commas(o.n) + " bodies"},
+                      "--plot: drawing " + quoted_path(o.plot));
+    std::filesystem::remove(csv);
+    std::filesystem::remove(npy);
+  }
 }
 
 }  // namespace
@@ -169,6 +199,9 @@ void add_nbody_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
   run->add_option("--snapshots", r->snapshots, "write bodies_<step>.npy (n x 4) into this directory at each report");
+  run->add_option("--plot", r->plot,
+                  "draw the last state (x-y projection) and the energy drift over time (.png/.svg/.pdf; needs "
+                  "python3 with matplotlib)");
   add_run_options(run, r->run);
   run->footer(
       "The energy drift is E / E0 - 1 against the start; the direct sum runs on --device.\n"
