@@ -58,20 +58,6 @@ void run_accel(const NbodyAccelOptions& o) {
       bad("--targets " + quoted_path(o.targets) + " is " + std::to_string(T.rows()) + " x " + std::to_string(T.cols()) +
           "; targets are m x 3 rows (x, y, z)");
   }
-  // The values are checked before the device is chosen, so bad input fails with its own line
-  // alone (choosing an absent GPU would print a notice first).
-  for (int64_t i = 0; i < B.rows(); ++i)
-    for (int64_t c = 0; c < 4; ++c) {
-      if (!std::isfinite(B(i, c)))
-        bad("--bodies " + quoted_path(o.bodies) + ": row " + std::to_string(i) + " column " + std::to_string(c) +
-            " is " + number(B(i, c)) + " (every coordinate and mass must be finite)");
-      if (c == 3 && B(i, c) < 0)
-        bad("--bodies " + quoted_path(o.bodies) + ": row " + std::to_string(i) + " has mass " + number(B(i, c)) +
-            " (masses must be >= 0)");
-    }
-  for (int64_t e = 0; e < T.size(); ++e)
-    if (!std::isfinite(T.data()[e]))
-      bad("--targets " + quoted_path(o.targets) + ": row " + std::to_string(e / 3) + " is not finite");
   const double read_s = seconds_since(t0);
   ProgressBar bar("nbody");
   Context ctx = make_context(o.run, bar.callback());

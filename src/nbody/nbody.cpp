@@ -59,15 +59,20 @@ NbodyReport run(const Context& ctx, MatrixView<const float> targets, bool target
                  o.theta);
   SIMKIT_EXPECTS(o.costs.empty() || (o.costs.size == targets.rows && o.costs.where == Memory::host), invalid_argument,
                  "nbody: costs must hold ", targets.rows, " host values (or none), got ", o.costs.size);
+  // Host data is checked before the device is resolved, so bad input fails with its own message
+  // alone (as in knn and gauss); device data once it has been copied down.
+  const char* source_name = targets_are_bodies ? "bodies" : "sources";
+  if (sources.where == Memory::host) check_rows(sources.data, sources.rows, 4, true, source_name);
+  if (!targets_are_bodies && targets.where == Memory::host) check_rows(targets.data, targets.rows, 3, false, "targets");
   const detail::Backend& backend = detail::backend_for(
       ctx, {targets.where, sources.where, accel.where, potential.empty() ? Memory::host : potential.where}, "nbody");
   std::vector<float> source_copy, target_copy;
   const float* S = host_rows(ctx, backend, sources, source_copy);
-  check_rows(S, sources.rows, 4, true, targets_are_bodies ? "bodies" : "sources");
+  if (sources.where != Memory::host) check_rows(S, sources.rows, 4, true, source_name);
   const float* T = S;
   if (!targets_are_bodies) {
     T = host_rows(ctx, backend, targets, target_copy);
-    check_rows(T, targets.rows, 3, false, "targets");
+    if (targets.where != Memory::host) check_rows(T, targets.rows, 3, false, "targets");
   }
   detail::NbodyArgs a;
   a.targets = T, a.m = targets.rows, a.target_stride = targets_are_bodies ? 4 : 3;
