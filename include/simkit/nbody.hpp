@@ -68,6 +68,9 @@ struct NbodyReport {
   int threads = 1;
   double imbalance = 1.0;
   double imbalance_equal_count = 1.0;
+  /// barnes_hut: milliseconds spent building the tree (codes, sort, nodes, moments) and
+  /// walking it (the force evaluation proper); 0 for direct.
+  double build_ms = 0, walk_ms = 0;
 };
 
 /// The acceleration (and, when `potential` is not empty, the potential) of every body of
