@@ -306,16 +306,19 @@ void add_bench_command(CLI::App& app) {
   auto nb = std::make_shared<bench::Options>();
   auto* nb_cmd = bench_cmd->add_subcommand(
       "nbody",
-      "The direct gravitational sum over N = 2^s bodies: interactions/s, % of the FP32 peak at 20 flops per "
-      "interaction, error vs float64");
+      "The direct gravitational sum over N = 2^s bodies (interactions/s, % of the FP32 peak at 20 flops per "
+      "interaction, error vs float64), then Barnes-Hut on Plummer spheres (time, build/walk split, force error "
+      "at theta 0.3 .. 1.0)");
   add_common_options(nb_cmd, *nb, "timed runs (default 10 on the GPU, 3 on the CPU)",
                      "untimed runs before them (default 1)");
   nb_cmd->add_option("--sizes", nb->sizes,
                      "log2 N, comma-separated (default 14,16,18,20 on the GPU, 12,14,16 on the CPU)");
   nb_cmd->add_option("--bh-sizes", nb->bh_sizes,
-                     "CPU: Barnes-Hut's log2 N on a Plummer sphere, comma-separated (default 12,14,16,18,20)");
+                     "Barnes-Hut's log2 N on a Plummer sphere, comma-separated (default 14,16,18,20,22 on the "
+                     "GPU, 12,14,16,18,20 on the CPU)");
   nb_cmd->footer(
       "Example:\n  simkit bench nbody --device gpu --csv nbody.csv\n"
+      "  python3 bench/peers/nbody_torch.py --csv torch.csv        # the GPU peer, same workload\n"
       "  simkit bench nbody --device cpu --threads 2 --sizes 12,14 --bh-sizes 16,20 --csv nbody-cpu.csv\n");
   nb_cmd->callback([nb] { bench::run_nbody_suite(*nb); });
 }

@@ -71,6 +71,9 @@ struct NbodyReport {
   /// barnes_hut: milliseconds spent building the tree (codes, sort, nodes, moments) and
   /// walking it (the force evaluation proper); 0 for direct.
   double build_ms = 0, walk_ms = 0;
+  /// barnes_hut on the GPU: the groups of (at most 32) nearby targets that walk the tree
+  /// together, one per warp, and the tree nodes they tested (each test serves a whole group).
+  int64_t groups = 0, nodes_tested = 0;
 };
 
 /// The acceleration (and, when `potential` is not empty, the potential) of every body of

@@ -1,12 +1,9 @@
-// The n-body entry points: argument checks, host copies of the inputs (the checks read every
-// value, and the searchers take host inputs: an O(n) copy beside an O(n m) sum), then the
-// direct sum of the backend that runs the call.
+// The n-body entry points: argument checks (every value read, on the host or on the device
+// where the data lives), then the method of the backend that runs the call.
 
 #include <simkit/nbody.hpp>
 
 #include <cmath>
-#include <string>
-#include <vector>
 
 #include <simkit/error.hpp>
 
@@ -19,24 +16,27 @@ namespace simkit {
 
 namespace {
 
-/// The rows of `v` on the host: `v` itself, or a copy made through `backend`.
-const float* host_rows(const Context& ctx, const detail::Backend& backend, MatrixView<const float> v,
-                       std::vector<float>& holder) {
-  if (v.where == Memory::host) return v.data;
-  holder.resize(size_t(v.size()));
-  backend.copy_to_host(ctx, holder.data(), v.data, holder.size() * sizeof(float));
-  return holder.data();
+void check_value(float v, int64_t row, int64_t col, bool masses, const char* what) {
+  SIMKIT_EXPECTS(std::isfinite(v), invalid_argument, "nbody: ", what, " row ", row, " column ", col, " is ", v,
+                 " (every coordinate and mass must be finite)");
+  SIMKIT_EXPECTS(!(masses && col == 3 && v < 0), invalid_argument, "nbody: ", what, " row ", row, " has mass ", v,
+                 " (masses must be >= 0)");
 }
 
-void check_rows(const float* rows, int64_t count, int64_t cols, bool masses, const char* what) {
-  for (int64_t i = 0; i < count; ++i)
-    for (int64_t c = 0; c < cols; ++c) {
-      const float v = rows[i * cols + c];
-      SIMKIT_EXPECTS(std::isfinite(v), invalid_argument, "nbody: ", what, " row ", i, " column ", c, " is ", v,
-                     " (every coordinate and mass must be finite)");
-      SIMKIT_EXPECTS(!(masses && c == 3 && v < 0), invalid_argument, "nbody: ", what, " row ", i, " has mass ", v,
-                     " (masses must be >= 0)");
-    }
+/// Every value of `rows`: finite, and with `masses` a fourth column >= 0. Host rows are read
+/// here; device rows (GPU backend) on the device, and only the offending value comes back.
+void check_rows(const Context& ctx, const detail::Backend* backend, MatrixView<const float> rows, bool masses,
+                const char* what) {
+  if (rows.where == Memory::host) {
+    for (int64_t i = 0; i < rows.rows; ++i)
+      for (int64_t c = 0; c < rows.cols; ++c) check_value(rows.data[i * rows.cols + c], i, c, masses, what);
+    return;
+  }
+  const int64_t at = detail::cuda::first_invalid_value(ctx, rows.data, rows.rows, rows.cols, masses);
+  if (at < 0) return;
+  float v = 0;
+  backend->copy_to_host(ctx, &v, rows.data + at, sizeof v);
+  check_value(v, at / rows.cols, at % rows.cols, masses, what);
 }
 
 NbodyReport run(const Context& ctx, MatrixView<const float> targets, bool targets_are_bodies,
@@ -60,31 +60,30 @@ NbodyReport run(const Context& ctx, MatrixView<const float> targets, bool target
   SIMKIT_EXPECTS(o.costs.empty() || (o.costs.size == targets.rows && o.costs.where == Memory::host), invalid_argument,
                  "nbody: costs must hold ", targets.rows, " host values (or none), got ", o.costs.size);
   // Host data is checked before the device is resolved, so bad input fails with its own message
-  // alone (as in knn and gauss); device data once it has been copied down.
+  // alone (as in knn and gauss); device data on the device once the backend is known.
   const char* source_name = targets_are_bodies ? "bodies" : "sources";
-  if (sources.where == Memory::host) check_rows(sources.data, sources.rows, 4, true, source_name);
-  if (!targets_are_bodies && targets.where == Memory::host) check_rows(targets.data, targets.rows, 3, false, "targets");
+  if (sources.where == Memory::host) check_rows(ctx, nullptr, sources, true, source_name);
+  if (!targets_are_bodies && targets.where == Memory::host) check_rows(ctx, nullptr, targets, false, "targets");
   const detail::Backend& backend = detail::backend_for(
       ctx, {targets.where, sources.where, accel.where, potential.empty() ? Memory::host : potential.where}, "nbody");
-  std::vector<float> source_copy, target_copy;
-  const float* S = host_rows(ctx, backend, sources, source_copy);
-  if (sources.where != Memory::host) check_rows(S, sources.rows, 4, true, source_name);
-  const float* T = S;
-  if (!targets_are_bodies) {
-    T = host_rows(ctx, backend, targets, target_copy);
-    if (targets.where != Memory::host) check_rows(T, targets.rows, 3, false, "targets");
-  }
+  if (sources.where != Memory::host) check_rows(ctx, &backend, sources, true, source_name);
+  if (!targets_are_bodies && targets.where != Memory::host) check_rows(ctx, &backend, targets, false, "targets");
   detail::NbodyArgs a;
-  a.targets = T, a.m = targets.rows, a.target_stride = targets_are_bodies ? 4 : 3;
-  a.sources = S, a.n = sources.rows;
+  a.sources = sources.data, a.sources_where = sources.where, a.n = sources.rows;
+  a.targets = targets_are_bodies ? sources.data : targets.data;
+  a.targets_where = targets_are_bodies ? sources.where : targets.where;
+  a.m = targets.rows, a.target_stride = targets_are_bodies ? 4 : 3;
   a.accel = accel, a.potential = potential;
   a.G = o.G, a.softening = o.softening;
+  const bool gpu = backend.device() == Device::gpu;
   if (o.method == NbodyMethod::barnes_hut) {
-    SIMKIT_EXPECTS(backend.device() == Device::cpu, unsupported,
-                   "nbody: barnes_hut runs on the CPU in this version (use --device cpu, or direct on the GPU)");
-    return detail::cpu::nbody_barnes_hut(ctx, a, o.theta, o.quadrupole, o.costs);
+    if (!gpu) return detail::cpu::nbody_barnes_hut(ctx, a, o.theta, o.quadrupole, o.costs);
+    SIMKIT_EXPECTS(!o.quadrupole, unsupported,
+                   "nbody: quadrupole moments are summed on the CPU only in this version (drop the option, "
+                   "or use --device cpu)");
+    return detail::cuda::nbody_barnes_hut(ctx, a, o.theta, o.costs);
   }
-  if (backend.device() == Device::gpu)
+  if (gpu)
     detail::cuda::nbody_direct(ctx, a);
   else
     detail::cpu::nbody_direct(ctx, a);

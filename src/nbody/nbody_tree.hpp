@@ -1,7 +1,8 @@
 #pragma once
 // The n-body family's Barnes-Hut sum: an octree over the sources in Morton order, monopole
 // moments, a walk per target with the opening angle theta, and the targets split over threads
-// by cost zones (cpu/barnes_hut.cpp). The CPU backend only, in this version.
+// by cost zones (cpu/barnes_hut.cpp); on the GPU a binary radix tree walked a warp of targets at a
+// time (cuda/barnes_hut.cu).
 
 #include <simkit/nbody.hpp>
 
@@ -15,3 +16,11 @@ NbodyReport nbody_barnes_hut(const Context& ctx, const NbodyArgs& a, double thet
                              ArrayView<int64_t> costs);
 
 }  // namespace simkit::detail::cpu
+
+namespace simkit::detail::cuda {
+
+/// `costs` (m values or empty) receives each target's interaction count; the GPU balances its
+/// groups of targets dynamically and never reads them.
+NbodyReport nbody_barnes_hut(const Context& ctx, const NbodyArgs& a, double theta, ArrayView<int64_t> costs);
+
+}  // namespace simkit::detail::cuda
