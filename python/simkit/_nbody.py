@@ -25,6 +25,7 @@ def nbody_accel(
     softening: float = 0.0,
     method: str = "direct",
     theta: float = 0.5,
+    quadrupole: bool = False,
     potential: bool = False,
     costs: Optional[npt.NDArray[np.int64]] = None,
     report: Optional[Dict[str, Any]] = None,
@@ -46,18 +47,22 @@ def nbody_accel(
     live, in their framework. With potential=True, returns (accel, potential), potential being
     m float32 values.
 
-    method: 'direct' (every pair, float32, CPU or GPU) or 'bh' (Barnes-Hut: an octree whose cells
-    seen under an angle below `theta` count as one mass; CPU only, so device='auto' runs it on
-    the CPU when the arrays are on the host; theta=0 opens every cell). costs (bh): a host int64
-    NumPy array of m values, the per-target work of the previous call (all zero at first),
-    used to split the targets over threads by equal work and overwritten with this call's. A
-    dict passed as `report` receives 'interactions' (pair and cell interactions in all),
-    'threads', 'imbalance' (max / mean thread work under the split used) and
-    'imbalance_equal_count' (the same under an equal-count split).
+    method: 'direct' (every pair, float32, CPU or GPU) or 'bh' (Barnes-Hut: a tree whose cells
+    seen under an angle below `theta` count as one mass; theta=0 opens every cell; on the CPU an
+    octree walked per group of nearby targets, on the GPU a binary radix tree walked by warps of
+    up to 32 nearby targets; device='auto' runs it where the arrays are). quadrupole (bh, CPU
+    only): add each accepted cell's quadrupole moment (about 3x less error at theta 0.5). costs
+    (bh): a host int64 NumPy array of m values, the per-target work of the previous call (all
+    zero at first), used on the CPU to split the targets over threads by equal work, and
+    overwritten with this call's. A dict passed as `report` receives 'interactions' (pair and
+    cell interactions in all), 'threads', 'imbalance' (max / mean thread work under the split
+    used) and 'imbalance_equal_count' (the same under an equal-count split), 'build_ms' and
+    'walk_ms' (bh: tree construction and walk), 'groups' and 'nodes_tested' (bh on the GPU: the
+    groups of targets walked together and the node tests they made).
 
     Raises ValueError for bodies that are not n x 4, targets that are not m x 3, NaN/Inf, a
     negative mass, G <= 0, a negative softening or theta, an unknown method; RuntimeError for
-    'bh' on the GPU.
+    quadrupole=True on the GPU.
 
     >>> import numpy as np, simkit
     >>> B = np.array([[0, 0, 0, 1], [1, 0, 0, 1]], np.float32)
@@ -71,11 +76,11 @@ def nbody_accel(
     ctx = A.context(context, device, threads, gpu_memory)
     name = A.text(method, "method")
     if name not in _METHODS:
-        raise ValueError(f"method must be 'direct' (every pair) or 'bh' (Barnes-Hut, CPU only), got '{name}'")
+        raise ValueError(f"method must be 'direct' (every pair) or 'bh' (Barnes-Hut), got '{name}'")
     Ba = A.array_in(bodies, "bodies")
     Ta = None if targets is None else A.array_in(targets, "targets")
     like = Ba if Ta is None else Ta
-    if name == "bh" and ctx.device == "auto" and not (A.on_gpu(Ba) or A.on_gpu(like)):
+    if quadrupole and ctx.device == "auto" and not (A.on_gpu(Ba) or A.on_gpu(like)):
         ctx = Context(device="cpu", threads=ctx.threads, gpu_memory=ctx.gpu_memory, gpu_id=ctx.gpu_id)
     counts = None if costs is None else _costs(costs)
     m = like.shape[0]
@@ -89,6 +94,7 @@ def nbody_accel(
         float(softening),
         name,
         float(theta),
+        bool(quadrupole),
         accel,
         phi,
         counts,

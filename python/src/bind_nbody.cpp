@@ -34,7 +34,7 @@ NbodyMethod parse_nbody_method(const std::string& name) {
   if (name == "direct") return NbodyMethod::direct;
   if (name == "bh" || name == "barnes_hut") return NbodyMethod::barnes_hut;
   throw Error(ErrorCode::invalid_argument,
-              "method must be 'direct' (every pair) or 'bh' (Barnes-Hut, CPU only), got " + simkit::quoted(name));
+              "method must be 'direct' (every pair) or 'bh' (Barnes-Hut), got " + simkit::quoted(name));
 }
 
 /// A host view of float32 rows; diagnostics and the integrator read their arrays on the host.
@@ -55,7 +55,7 @@ Record diagnostics_record(const NbodyDiagnostics& d) {
 }
 
 Record accel_call(const InArray& bodies, const std::optional<InArray>& targets, double G, double softening,
-                  const std::string& method, double theta, const OutArray& accel,
+                  const std::string& method, double theta, bool quadrupole, const OutArray& accel,
                   const std::optional<OutArray>& potential, const std::optional<OutArray>& costs, const Context& base,
                   uintptr_t stream) {
   CallContext call(base, stream);
@@ -64,6 +64,7 @@ Record accel_call(const InArray& bodies, const std::optional<InArray>& targets, 
   options.softening = softening;
   options.method = parse_nbody_method(method);
   options.theta = theta;
+  options.quadrupole = quadrupole;
   if (costs) {
     CallContext host(Context{}, 0);  // the cost counts live on the host (nbody.hpp)
     const ArrayView<int64_t> c = host.array<int64_t>(*costs, "costs");
@@ -84,6 +85,10 @@ Record accel_call(const InArray& bodies, const std::optional<InArray>& targets, 
   report["threads"] = r.threads;
   report["imbalance"] = r.imbalance;
   report["imbalance_equal_count"] = r.imbalance_equal_count;
+  report["build_ms"] = r.build_ms;
+  report["walk_ms"] = r.walk_ms;
+  report["groups"] = r.groups;
+  report["nodes_tested"] = r.nodes_tested;
   return report;
 }
 
@@ -146,7 +151,7 @@ nb::typed<nb::list, Record> run_call(const OutArray& bodies, const OutArray& vel
 
 void bind_nbody(nb::module_& m) {
   m.def("nbody_accel", &accel_call, "bodies"_a, "targets"_a.none(), "G"_a, "softening"_a, "method"_a, "theta"_a,
-        "accel"_a, "potential"_a.none(), "costs"_a.none(), "context"_a, "stream"_a = 0);
+        "quadrupole"_a, "accel"_a, "potential"_a.none(), "costs"_a.none(), "context"_a, "stream"_a = 0);
   m.def("nbody_initial", &initial_call, "kind"_a, "n"_a, "seed"_a);
   m.def("nbody_diagnostics", &diagnostics_call, "bodies"_a, "velocities"_a, "G"_a, "softening"_a, "context"_a);
   m.def("nbody_run", &run_call, "bodies"_a, "velocities"_a, "dt"_a, "steps"_a, "G"_a, "softening"_a, "every"_a,

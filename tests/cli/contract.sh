@@ -226,6 +226,15 @@ if "$simkit" nbody run --init plummer --n 64 --steps 20 --dt 0.005 --every 10 --
 else
   fail "nbody run: $(cat stdout.txt stderr.txt | head -8)"
 fi
+bad "nbody run: theta"            "theta must be"            -- "$simkit" nbody run --method bh --theta -1 --n 8 --steps 1
+checks=$((checks + 1))
+if "$simkit" nbody run --init collision --n 64 --steps 10 --dt 0.005 --every 10 --method bh --device cpu \
+     >stdout.txt 2>stderr.txt && grep -q "Barnes-Hut theta 0.5" stdout.txt &&
+   [ "$(grep -cE '^ +(0|10) ' stdout.txt)" -eq 2 ]; then
+  echo "ok   nbody run --method bh: $(grep -E '^ +10 ' stdout.txt | tr -s ' ')"
+else
+  fail "nbody run --method bh: $(cat stdout.txt stderr.txt | head -8)"
+fi
 
 checks=$((checks + 1))
 expect_examples info gen pairwise knn kmeans kcenter demo "bench pairwise" "bench knn" "bench kmeans" "nbody accel" "nbody run"

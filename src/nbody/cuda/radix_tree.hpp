@@ -15,12 +15,11 @@
 //              box) and goes on, so every node is done exactly once, after its children
 //
 // Node ids: internal nodes 0 .. n-2 (0 is the root), a body p (sorted position) is ~p. With a
-// single body the root is ~0. The opening distance of a node is r = l / theta + delta (l the
-// longest side of its bounding box, delta the distance from its centre of mass to the box's
-// centre: Barnes 1994's correction for a mass that sits off-centre), and never less than half
-// the box's diagonal plus delta (so a node is never taken whole from inside, at any theta); a
-// node is taken whole by a group of targets whose box lies farther than r from its centre of
-// mass. theta = 0 opens every node (r = inf).
+// single body the root is ~0. Each node keeps its reach b (every body of it lies within b of its
+// centre of mass) and its opening distance r = b / min(theta, 1): a group of targets whose
+// bounding box lies farther than r from the centre of mass takes the node whole, so b / d <
+// theta for every target of the group (the CPU octree's rule, cpu/octree.hpp). theta = 0 opens
+// every node (r = inf); above 1 it acts as 1, so no target inside the reach takes the node.
 
 #include <cuda_runtime.h>
 
