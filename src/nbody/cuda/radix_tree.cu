@@ -143,29 +143,23 @@ __global__ void __launch_bounds__(kBlock)
 struct Moments {
   float4 mc;  // centre of mass, mass
   float3 lo, hi;
-  float reach;  // every body lies within this distance of the centre of mass
 };
 
 __device__ __forceinline__ Moments child_moments(int c, const float4* bodies, const float4* mc, const float4* lo,
                                                  const float4* hi) {
   if (c < 0) {
     const float4 b = bodies[~c];
-    return {b, make_float3(b.x, b.y, b.z), make_float3(b.x, b.y, b.z), 0.f};
+    return {b, make_float3(b.x, b.y, b.z), make_float3(b.x, b.y, b.z)};
   }
   // Written by another thread of this launch: read through L2, past this SM's L1.
   const float4 l = __ldcg(lo + c), h = __ldcg(hi + c);
-  return {__ldcg(mc + c), make_float3(l.x, l.y, l.z), make_float3(h.x, h.y, h.z), l.w};
-}
-
-__device__ __forceinline__ float distance(float4 a, float4 b) {
-  const float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
-  return sqrtf(dx * dx + dy * dy + dz * dz);
+  return {__ldcg(mc + c), make_float3(l.x, l.y, l.z), make_float3(h.x, h.y, h.z)};
 }
 
 __global__ void __launch_bounds__(kBlock)
     moments_kernel(const float4* __restrict__ bodies, int n, const int4* __restrict__ links,
                    const int* __restrict__ parent, const int* __restrict__ body_parent, int* visits, float4* mc,
-                   float4* lo, float4* hi, float* open2, float theta) {
+                   float4* lo, float4* hi, float* open2, float inv_theta) {
   const int p = blockIdx.x * kBlock + threadIdx.x;
   if (p >= n) return;
   int node = body_parent[p];
@@ -183,18 +177,13 @@ __global__ void __launch_bounds__(kBlock)
       const float wa = a.mc.w / mass, wb = b.mc.w / mass;
       c.x = wa * a.mc.x + wb * b.mc.x, c.y = wa * a.mc.y + wb * b.mc.y, c.z = wa * a.mc.z + wb * b.mc.z;
     }
-    // The reach: the smaller of two bounds, the children's reaches moved to this centre and the
-    // farthest corner of the bounding box (the first is tight for clumped children, the second
-    // for spread ones).
-    const float ex = fmaxf(c.x - blo.x, bhi.x - c.x), ey = fmaxf(c.y - blo.y, bhi.y - c.y),
-                ez = fmaxf(c.z - blo.z, bhi.z - c.z);
-    const float reach =
-        fminf(fmaxf(distance(a.mc, c) + a.reach, distance(b.mc, c) + b.reach), sqrtf(ex * ex + ey * ey + ez * ez));
-    // Taken whole from beyond reach / theta, theta capped at 1 so that no target inside the
-    // reach (inside the node) ever takes it; theta 0 opens it always.
-    const float r = theta > 0.f ? reach / fminf(theta, 1.f) : INFINITY;
-    mc[node] = c, lo[node] = make_float4(blo.x, blo.y, blo.z, reach), hi[node] = make_float4(bhi.x, bhi.y, bhi.z, 0.f);
-    open2[node] = r * r;
+    const float side = fmaxf(bhi.x - blo.x, fmaxf(bhi.y - blo.y, bhi.z - blo.z));
+    const float dx = c.x - mid.x, dy = c.y - mid.y, dz = c.z - mid.z;
+    // Never below the reach of the box seen from the centre of mass (half its diagonal plus the
+    // offset), so that a group of targets inside the node never takes it whole, whatever theta.
+    const float r = fmaxf(side * inv_theta, 0.8660254f * side) + sqrtf(dx * dx + dy * dy + dz * dz);
+    mc[node] = c, lo[node] = make_float4(blo.x, blo.y, blo.z, 0.f), hi[node] = make_float4(bhi.x, bhi.y, bhi.z, 0.f);
+    open2[node] = isinf(inv_theta) ? INFINITY : r * r;
     node = parent[node];
   }
 }
@@ -271,8 +260,9 @@ RadixTree build_radix_tree(const float* sources, int64_t n, double theta, Carver
   if (n > 1) {
     nodes_kernel<<<blocks_for(n - 1), kBlock, 0, s>>>(codes, t.n, t.links, parent, body_parent);
     check_cuda(cudaMemsetAsync(visits, 0, inner * 4, s), "cudaMemsetAsync");
+    const float inv_theta = theta > 0 ? float(1.0 / theta) : INFINITY;
     moments_kernel<<<blocks_for(n), kBlock, 0, s>>>(t.bodies, t.n, t.links, parent, body_parent, visits, t.mass_centre,
-                                                    lo, hi, t.open2, float(theta));
+                                                    lo, hi, t.open2, inv_theta);
   }
   check_launch("nbody radix tree: nodes and moments");
   return t;
