@@ -27,7 +27,7 @@ struct NbodyArgs {
 };
 
 namespace cpu {
-/// OpenMP over the targets, SIMD lanes over the sources (cpu/nbody_direct.cpp).
+/// OpenMP over blocks of 64 targets, AVX2 lanes over tiles of 1,024 sources (cpu/nbody_direct.cpp).
 void nbody_direct(const Context& ctx, const NbodyArgs& a);
 }  // namespace cpu
 

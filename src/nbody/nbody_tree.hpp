@@ -1,8 +1,8 @@
 #pragma once
-// The n-body family's Barnes-Hut sum: an octree over the sources in Morton order, monopole
-// moments, a walk per target with the opening angle theta, and the targets split over threads
-// by cost zones (cpu/barnes_hut.cpp); on the GPU a binary radix tree walked a warp of targets at a
-// time (cuda/barnes_hut.cu).
+// The n-body family's Barnes-Hut sum. CPU: an octree over the sources in Morton order, one walk
+// per group of Morton-neighbouring targets, the groups split over threads by cost zones
+// (cpu/octree.*, cpu/barnes_hut.cpp). GPU: a binary radix tree built on the device, walked by
+// warps of up to 32 neighbouring targets (cuda/radix_tree.*, cuda/barnes_hut.cu).
 
 #include <simkit/nbody.hpp>
 

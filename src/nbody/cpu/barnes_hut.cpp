@@ -21,12 +21,10 @@
 //
 // Evaluation. Taken nodes (mass at the centre of mass) and the bodies of opened leaves are
 // gathered into one list in float32 structure-of-arrays form, which every target of the group
-// then sums eight entries at a time, in tiles of kTile entries: float32 within a tile, float64
-// across tiles, so accumulation chains stay short. A pair at distance zero contributes nothing.
-// Quadrupoles (when asked) are a second loop over the taken nodes. The loops are AVX2 intrinsics:
-// GCC 12 leaves `#pragma omp simd` loops with a square root scalar unless -fno-math-errno and
-// -fno-trapping-math are given, and vrsqrtps with one Newton step (relative error below 3e-7)
-// beats vsqrtps + vdivps anyway; other targets get the same loops in plain C++.
+// then sums eight entries at a time, in tiles of kPairTile entries: float32 within a tile,
+// float64 across tiles, so accumulation chains stay short. A pair at distance zero contributes
+// nothing. Quadrupoles (when asked) are a second list, of the taken nodes. The sums are those of
+// pair_sums.hpp (AVX2 intrinsics, plain C++ elsewhere), shared with the direct sum.
 //
 // Work assignment (cost zones): the groups, in Morton order, are split into one contiguous range
 // per thread by equal work, the work of a group being the sum of its targets' interaction counts
@@ -41,12 +39,9 @@
 #include <numeric>
 #include <vector>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
-
 #include "core/parallel.hpp"
 #include "nbody/cpu/octree.hpp"
+#include "nbody/cpu/pair_sums.hpp"
 #include "nbody/nbody_tree.hpp"
 
 namespace simkit::detail::cpu {
@@ -56,9 +51,6 @@ namespace {
 using octree::Groups;
 using octree::Node;
 using octree::Tree;
-
-/// List entries summed per target before the float32 partial sums go into float64 (4 KiB of each array).
-constexpr int64_t kTile = 1024;
 
 /// A float32 structure of arrays that grows.
 struct Columns {
@@ -126,127 +118,6 @@ void walk(const Tree& t, const float c[3], const float h[3], bool quadrupole, Sc
   }
 }
 
-#if defined(__AVX2__) && defined(__FMA__)
-
-/// 1 / sqrt(r2) to about 2^-22: the estimate of vrsqrtps and one Newton step.
-inline __m256 rsqrt(__m256 r2) {
-  const __m256 y = _mm256_rsqrt_ps(r2);
-  const __m256 t = _mm256_fnmadd_ps(_mm256_mul_ps(r2, y), y, _mm256_set1_ps(3.f));
-  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), y), t);
-}
-
-/// The eight lanes' sum, in float64.
-inline double lanes(__m256 v) {
-  const __m256d s =
-      _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-}
-
-/// Adds the monopole sums of s.list over [begin, end) (multiples of 8: the list is padded with
-/// massless entries) at every target of the group to s.sum.
-void sum_monopoles(Scratch& s, int64_t begin, int64_t end, float eps2) {
-  const float *X = s.list[0], *Y = s.list[1], *Z = s.list[2], *M = s.list[3];
-  const __m256 e2 = _mm256_set1_ps(eps2), zero = _mm256_setzero_ps();
-  for (int64_t t = 0; t < s.group.size; ++t) {
-    const __m256 x = _mm256_set1_ps(s.group[0][t]), y = _mm256_set1_ps(s.group[1][t]),
-                 z = _mm256_set1_ps(s.group[2][t]);
-    __m256 ax = zero, ay = zero, az = zero, p = zero;
-    for (int64_t j = begin; j < end; j += 8) {
-      const __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(X + j), x), dy = _mm256_sub_ps(_mm256_loadu_ps(Y + j), y),
-                   dz = _mm256_sub_ps(_mm256_loadu_ps(Z + j), z);
-      const __m256 d2 = _mm256_fmadd_ps(dz, dz, _mm256_fmadd_ps(dy, dy, _mm256_mul_ps(dx, dx)));
-      // A pair at distance zero (the body itself) contributes nothing (nbody.hpp).
-      const __m256 inv = _mm256_and_ps(rsqrt(_mm256_add_ps(d2, e2)), _mm256_cmp_ps(d2, zero, _CMP_GT_OQ));
-      const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(M + j), inv);
-      const __m256 w3 = _mm256_mul_ps(w, _mm256_mul_ps(inv, inv));
-      ax = _mm256_fmadd_ps(w3, dx, ax), ay = _mm256_fmadd_ps(w3, dy, ay), az = _mm256_fmadd_ps(w3, dz, az);
-      p = _mm256_add_ps(p, w);
-    }
-    double* out = s.sum.data() + t * 4;
-    out[0] += lanes(ax), out[1] += lanes(ay), out[2] += lanes(az), out[3] -= lanes(p);
-  }
-}
-
-/// Adds the quadrupole terms of s.quad over [begin, end) (padded as the list) to s.sum: with r
-/// from the centre of mass to the target, phi = -(1/2) r.Q.r / r^5 and
-/// a = Q r / r^5 - (5/2) (r.Q.r) r / r^7 (softened distances, as the monopole's).
-void sum_quadrupoles(Scratch& s, int64_t begin, int64_t end, float eps2) {
-  const __m256 e2 = _mm256_set1_ps(eps2), zero = _mm256_setzero_ps(), five_halves = _mm256_set1_ps(2.5f);
-  for (int64_t t = 0; t < s.group.size; ++t) {
-    const __m256 x = _mm256_set1_ps(s.group[0][t]), y = _mm256_set1_ps(s.group[1][t]),
-                 z = _mm256_set1_ps(s.group[2][t]);
-    __m256 ax = zero, ay = zero, az = zero, p = zero;
-    for (int64_t j = begin; j < end; j += 8) {
-      auto at = [&](int c) { return _mm256_loadu_ps(s.quad[c] + j); };
-      const __m256 rx = _mm256_sub_ps(x, at(0)), ry = _mm256_sub_ps(y, at(1)), rz = _mm256_sub_ps(z, at(2));
-      const __m256 r2 = _mm256_add_ps(_mm256_fmadd_ps(rz, rz, _mm256_fmadd_ps(ry, ry, _mm256_mul_ps(rx, rx))), e2);
-      // r2 = 0 only for a padding entry (massless, at the origin) seen from a target there.
-      const __m256 inv = _mm256_and_ps(rsqrt(r2), _mm256_cmp_ps(r2, zero, _CMP_GT_OQ)), inv2 = _mm256_mul_ps(inv, inv),
-                   inv5 = _mm256_mul_ps(_mm256_mul_ps(inv2, inv2), inv);
-      const __m256 xx = at(3), yy = at(4), zz = at(5), xy = at(6), xz = at(7), yz = at(8);
-      const __m256 qx = _mm256_fmadd_ps(xz, rz, _mm256_fmadd_ps(xy, ry, _mm256_mul_ps(xx, rx)));
-      const __m256 qy = _mm256_fmadd_ps(yz, rz, _mm256_fmadd_ps(yy, ry, _mm256_mul_ps(xy, rx)));
-      const __m256 qz = _mm256_fmadd_ps(zz, rz, _mm256_fmadd_ps(yz, ry, _mm256_mul_ps(xz, rx)));
-      const __m256 rqr = _mm256_fmadd_ps(rz, qz, _mm256_fmadd_ps(ry, qy, _mm256_mul_ps(rx, qx)));
-      const __m256 k = _mm256_mul_ps(_mm256_mul_ps(five_halves, rqr), inv2);
-      ax = _mm256_fmadd_ps(inv5, _mm256_fnmadd_ps(k, rx, qx), ax);
-      ay = _mm256_fmadd_ps(inv5, _mm256_fnmadd_ps(k, ry, qy), ay);
-      az = _mm256_fmadd_ps(inv5, _mm256_fnmadd_ps(k, rz, qz), az);
-      p = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), rqr), inv5, p);
-    }
-    double* out = s.sum.data() + t * 4;
-    out[0] += lanes(ax), out[1] += lanes(ay), out[2] += lanes(az), out[3] -= lanes(p);
-  }
-}
-
-#else  // the same sums in plain C++ (see the header comment)
-
-void sum_monopoles(Scratch& s, int64_t begin, int64_t end, float eps2) {
-  const float *X = s.list[0], *Y = s.list[1], *Z = s.list[2], *M = s.list[3];
-  for (int64_t t = 0; t < s.group.size; ++t) {
-    const float x = s.group[0][t], y = s.group[1][t], z = s.group[2][t];
-    float ax = 0, ay = 0, az = 0, p = 0;
-#pragma omp simd reduction(+ : ax, ay, az, p)
-    for (int64_t j = begin; j < end; ++j) {
-      const float dx = X[j] - x, dy = Y[j] - y, dz = Z[j] - z;
-      const float d2 = dx * dx + dy * dy + dz * dz;
-      const float inv = d2 > 0.f ? 1.f / std::sqrt(d2 + eps2) : 0.f;  // distance zero: nothing
-      const float w = M[j] * inv;
-      const float w3 = w * inv * inv;
-      ax += w3 * dx, ay += w3 * dy, az += w3 * dz;
-      p += w;
-    }
-    double* out = s.sum.data() + t * 4;
-    out[0] += ax, out[1] += ay, out[2] += az, out[3] -= p;
-  }
-}
-
-void sum_quadrupoles(Scratch& s, int64_t begin, int64_t end, float eps2) {
-  const float *X = s.quad[0], *Y = s.quad[1], *Z = s.quad[2];
-  const float *Qxx = s.quad[3], *Qyy = s.quad[4], *Qzz = s.quad[5], *Qxy = s.quad[6], *Qxz = s.quad[7],
-              *Qyz = s.quad[8];
-  for (int64_t t = 0; t < s.group.size; ++t) {
-    const float x = s.group[0][t], y = s.group[1][t], z = s.group[2][t];
-    float ax = 0, ay = 0, az = 0, p = 0;
-#pragma omp simd reduction(+ : ax, ay, az, p)
-    for (int64_t j = begin; j < end; ++j) {
-      const float rx = x - X[j], ry = y - Y[j], rz = z - Z[j];
-      const float r2 = rx * rx + ry * ry + rz * rz + eps2;
-      const float inv = r2 > 0.f ? 1.f / std::sqrt(r2) : 0.f, inv2 = inv * inv, inv5 = inv2 * inv2 * inv;
-      const float qx = Qxx[j] * rx + Qxy[j] * ry + Qxz[j] * rz, qy = Qxy[j] * rx + Qyy[j] * ry + Qyz[j] * rz,
-                  qz = Qxz[j] * rx + Qyz[j] * ry + Qzz[j] * rz;
-      const float rqr = rx * qx + ry * qy + rz * qz, k = 2.5f * rqr * inv2;
-      ax += inv5 * (qx - k * rx), ay += inv5 * (qy - k * ry), az += inv5 * (qz - k * rz);
-      p += 0.5f * rqr * inv5;
-    }
-    double* out = s.sum.data() + t * 4;
-    out[0] += ax, out[1] += ay, out[2] += az, out[3] -= p;
-  }
-}
-
-#endif
-
 /// One group: its box, its walk, its sums, its outputs. Returns its list length.
 int64_t run_group(const Tree& t, const NbodyArgs& a, const int64_t* order, int64_t begin, int64_t end, bool quadrupole,
                   Scratch& s) {
@@ -269,8 +140,14 @@ int64_t run_group(const Tree& t, const NbodyArgs& a, const int64_t* order, int64
   s.sum.assign(size_t(s.group.size) * 4, 0.0);
   const float eps2 = float(a.softening * a.softening);
   const int64_t list_end = s.list.pad(), quad_end = s.quad.pad();
-  for (int64_t j = 0; j < list_end; j += kTile) sum_monopoles(s, j, std::min(list_end, j + kTile), eps2);
-  for (int64_t j = 0; j < quad_end; j += kTile) sum_quadrupoles(s, j, std::min(quad_end, j + kTile), eps2);
+  const float *tx = s.group[0], *ty = s.group[1], *tz = s.group[2];
+  for (int64_t j = 0; j < list_end; j += kPairTile)
+    sum_monopoles(s.list[0], s.list[1], s.list[2], s.list[3], j, std::min(list_end, j + kPairTile), tx, ty, tz,
+                  s.group.size, eps2, InvSqrt::estimate, s.sum.data());
+  const float* const Q[6] = {s.quad[3], s.quad[4], s.quad[5], s.quad[6], s.quad[7], s.quad[8]};
+  for (int64_t j = 0; j < quad_end; j += kPairTile)
+    sum_quadrupoles(s.quad[0], s.quad[1], s.quad[2], Q, j, std::min(quad_end, j + kPairTile), tx, ty, tz, s.group.size,
+                    eps2, s.sum.data());
   for (int64_t w = begin; w < end; ++w) {
     const int64_t i = order[w];
     const double* out = s.sum.data() + (w - begin) * 4;
