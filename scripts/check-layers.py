@@ -52,6 +52,10 @@ LAYERS = [
     ("nbody", r"src/nbody/", {"core", "nbody"}, [],
      "the n-body family's shared code stays backend-free; its sums live in its cpu/ and cuda/ "
      "folders"),
+    ("spatial-cpu", r"src/spatial/cpu/", {"core", "spatial", "spatial-cpu", "cpu"}, [],
+     "the point tree's CPU searches build on core, the tree's shared code and the CPU backend"),
+    ("spatial", r"src/spatial/", {"core", "spatial"}, [],
+     "the point tree's shared code (build, checks, routing) stays backend-free"),
     ("index", r"src/index/", {"core", "index"}, [],
      "an index family's shared code stays backend-free; its searchers live in its cpu/ and cuda/ "
      "folders"),

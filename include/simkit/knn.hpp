@@ -1,8 +1,11 @@
 #pragma once
-// Exact k-nearest-neighbour search by brute force.
+// Exact k-nearest-neighbour search: by brute force, or, in low dimensions, through a tree.
 //
-// The database is streamed in tiles and each query keeps only its current best k, so memory
-// stays bounded (by Context::gpu_memory_budget on the GPU) whatever the database size.
+// Brute force streams the database in tiles and each query keeps only its current best k, so
+// memory stays bounded (by Context::gpu_memory_budget on the GPU) whatever the database size.
+// The tree (l2 and sqeuclidean, d <= 8, the CPU in this version) is a bounding-volume hierarchy
+// over the base in Morton order, walked by packets of Morton-neighbouring queries; it returns
+// exactly what brute force returns (the same float64 keys, the same tie rule).
 
 #include <cstdint>
 
@@ -11,6 +14,13 @@
 #include <simkit/metric.hpp>
 
 namespace simkit {
+
+/// How knn() finds the neighbours; every method returns the same ids and values.
+enum class KnnMethod {
+  automatic,  // the tree where it was measured faster (tree_knn_is_faster), brute force elsewhere
+  brute,      // every pair, through the fused product and selection kernels
+  tree,       // the bounding-volume hierarchy: l2 / sqeuclidean, d <= 8, CPU (else Error(unsupported))
+};
 
 struct KnnResult {
   Matrix<float> values;  // m x k, the metric's own value (distance or similarity)
@@ -26,11 +36,18 @@ struct KnnResult {
 /// and the GPU return the same ids, also on near-ties, and the values are the float64 ones
 /// rounded to float. l1 is summed directly in float32 and ranked on those values.
 /// Throws Error(invalid_argument) when k < 1, k > n, sets are empty, dimensions differ,
-/// output shapes are wrong, or an input holds NaN/Inf.
+/// output shapes are wrong, or an input holds NaN/Inf; Error(unsupported) for KnnMethod::tree
+/// outside its domain.
 void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
-         MatrixView<float> values, MatrixView<int64_t> ids);
+         MatrixView<float> values, MatrixView<int64_t> ids, KnnMethod method = KnnMethod::automatic);
 
 /// Convenience form returning host matrices.
-KnnResult knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric);
+KnnResult knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
+              KnnMethod method = KnnMethod::automatic);
+
+/// True where KnnMethod::automatic takes the tree when the call runs on the CPU: a metric and
+/// dimension it serves, and enough base rows to repay building it (the threshold is measured,
+/// and written beside its measurement in src/spatial/tree_knn.cpp). False for Device::gpu.
+bool tree_knn_is_faster(const Context& ctx, int64_t m, int64_t n, int64_t d, Metric metric);
 
 }  // namespace simkit

@@ -11,5 +11,7 @@
 #include <simkit/knn.hpp>
 #include <simkit/matrix.hpp>
 #include <simkit/metric.hpp>
+#include <simkit/nbody.hpp>
 #include <simkit/pairwise.hpp>
 #include <simkit/primitives.hpp>
+#include <simkit/radius.hpp>

@@ -1,0 +1,34 @@
+#pragma once
+// The point tree's searches (cpu/tree_search.cpp): exact k nearest and fixed-radius neighbours
+// of the rows of Q, for the l2 family (ranked by the float64 squared distance of
+// core/exact_metric.hpp, ties by the lower id: what brute-force knn ranks by).
+
+#include <cstdint>
+
+#include <simkit/radius.hpp>
+
+#include "core/metric_plan.hpp"
+#include "spatial/point_tree.hpp"
+
+namespace simkit::detail::spatial::cpu {
+
+/// Queries per packet: they walk the tree together (a node's box read once for all of them) and
+/// each drops out where the box is farther than its own current bound.
+inline constexpr int64_t kPacket = 32;
+
+/// What a search did: packets, node visits (a node counted once per packet that reached it),
+/// and pair evaluations.
+struct TreeSearchStats {
+  int64_t packets = 0, node_visits = 0, pairs = 0;
+};
+
+/// For each row of Q (host, m x d), its k nearest base rows into values / ids (host, m x k).
+TreeSearchStats tree_knn(const Context& ctx, const PointTree& tree, MatrixView<const float> Q, int64_t k,
+                         const MetricPlan& plan, float* values, int64_t* ids, int64_t packet = kPacket);
+
+/// For each row of Q, the base rows whose value is <= radius, nearest first, at most `cap` (0:
+/// all) of them.
+RadiusResult tree_radius(const Context& ctx, const PointTree& tree, MatrixView<const float> Q, double radius,
+                         const MetricPlan& plan, int64_t cap, int64_t packet = kPacket);
+
+}  // namespace simkit::detail::spatial::cpu
