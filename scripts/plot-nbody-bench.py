@@ -5,7 +5,8 @@ bench/peers/nbody_peers.py. Panels, as far as the inputs hold the data:
   (a) time per force evaluation vs N: the direct sums, and Barnes-Hut at theta 0.5, per device;
   (b) accuracy vs cost: median relative force error vs time at each series' largest N, for every
       Barnes-Hut theta and every peer setting, beside the 1e-3 target;
-  (c) Barnes-Hut at theta 0.5 split into tree build and walk, per N and device.
+  (c) Barnes-Hut (monopoles) at theta 0.5: the shares of tree build and walk, per N and device,
+      the total time above each bar.
 
     python3 scripts/plot-nbody-bench.py h200-nbody.csv h200-torch.csv \\
         bench/results/2026-11-26-cpu2-nbody.csv bench/results/2026-11-26-cpu2-nbody-peers.csv \\
@@ -234,18 +235,19 @@ def panel_costs(ax: Axes, bars: Bars) -> list[Annotation]:
         hatch = "//" if device == "cpu" else None
         for n, build, walk, _ in rows:
             x = ns.index(n) - 0.4 + (i + 0.5) * width
-            ax.bar(x, build, width, color=colour, hatch=hatch, edgecolor="white", linewidth=0.3)
-            ax.bar(x, walk, width, bottom=build, color=colour, alpha=0.4, hatch=hatch, edgecolor="white",
+            # Shares of the evaluation, so that a GPU's milliseconds and a CPU's seconds sit on one
+            # axis; the total is written above the bar.
+            share = 100 * build / (build + walk)
+            ax.bar(x, share, width, color=colour, hatch=hatch, edgecolor="white", linewidth=0.3)
+            ax.bar(x, 100 - share, width, bottom=share, color=colour, alpha=0.4, hatch=hatch, edgecolor="white",
                    linewidth=0.3)
-            # the total is the bar's height; the build share is what a faster walk would leave behind
-            ax.text(x, build + walk, f"{build + walk:.3g} ms\nbuild {100 * build / (build + walk):.0f}%",
-                    ha="center", va="bottom", fontsize=6.5)
+            ax.text(x, 100, f"{build + walk:.3g}\nms", ha="center", va="bottom", fontsize=6.5)
         handles.append(Patch(color=colour, hatch=hatch, label=f"{name}, θ={rows[0][3]:g} ({device})"))
     handles += [Patch(color="dimgray", label="tree build"),
                 Patch(color="dimgray", alpha=0.4, label="tree walk")]
     ax.set_xticks(range(len(ns)), [f"N = {pow2(n)}" for n in ns])
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.15)  # room for the totals above the tallest bar
-    ax.set(ylabel="ms per force evaluation (median)", title="(c) Barnes-Hut: tree build vs walk")
+    ax.set_ylim(0, 125)  # room for the totals above the bars
+    ax.set(ylabel="% of the force evaluation (total above)", title="(c) Barnes-Hut: tree build vs walk")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(handles=handles, fontsize=7, loc="upper left")
     return []
@@ -264,7 +266,7 @@ def main() -> None:
     # (c) needs the build/walk split that only some Barnes-Hut builds (the GPU's) write into `check`
     bars: Bars = {k: [(r.n, *r.build_walk, r.theta or 0) for r in rows if r.build_walk]
                   for k, rows in lines.items()}
-    bars = {k: rows for k, rows in bars.items() if rows}
+    bars = {k: rows for k, rows in bars.items() if rows and k[1] == "barnes_hut"}  # monopoles only
     panels: list[tuple[float, Callable[[Axes], list[Annotation]]]] = []  # width, drawing
     if lines:
         panels.append((1.0, lambda ax: panel_time(ax, lines)))
