@@ -11,6 +11,7 @@ void add_info_command(CLI::App& app);      // info.cpp
 void add_gen_command(CLI::App& app);       // gen.cpp
 void add_pairwise_command(CLI::App& app);  // pairwise_command.cpp
 void add_knn_command(CLI::App& app);       // knn_command.cpp
+void add_radius_command(CLI::App& app);    // radius_command.cpp
 void add_bench_command(CLI::App& app);     // bench.cpp: `bench pairwise`, `bench knn`
 void add_gauss_command(CLI::App& app);     // gauss_command.cpp
 void add_kde_command(CLI::App& app);       // kde_command.cpp

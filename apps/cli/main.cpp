@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
   simkit::cli::add_gen_command(app);
   simkit::cli::add_pairwise_command(app);
   simkit::cli::add_knn_command(app);
+  simkit::cli::add_radius_command(app);
   simkit::cli::add_gauss_command(app);
   simkit::cli::add_kde_command(app);
   simkit::cli::add_kmeans_command(app);

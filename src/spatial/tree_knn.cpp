@@ -42,13 +42,15 @@ void tree_knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
 }  // namespace detail
 
 bool tree_knn_is_faster(const Context& ctx, int64_t m, int64_t n, int64_t d, Metric metric) {
-  (void)m;
   if (*detail::tree_refusal(metric, d) != '\0' || ctx.device == Device::gpu) return false;
-  // Where brute force and the tree cross on the CPU (2 threads, 2,000 uniform queries, k = 16,
-  // knn(method = brute) against knn(method = tree), 2026-11-26, a first measurement on a busy
-  // machine): d = 3, brute / tree 0.86 at n = 512, 1.33 at 2,048, 4.5 at 8,192, 6.9 at 131,072;
-  // d = 8, 0.64 - 0.86 up to n = 32,768 and 1.44 at 131,072. Dimensions between are taken as
-  // the higher one until measured.
+  // Where brute force and the tree cross on the CPU (2 threads, uniform points, k = 8 .. 16,
+  // knn(method = brute) against knn(method = tree), 2026-11-26, first measurements on a busy
+  // machine). d = 3, 2,000 queries: brute / tree 0.86 at n = 512, 1.33 at 2,048, 4.5 at 8,192,
+  // 6.9 at 131,072. d = 8: 0.64 - 0.86 up to n = 32,768, 1.44 at 131,072 (dimensions between
+  // are taken as 8 until measured). Few queries do not repay the build (~0.4 us a base row
+  // against ~3 ns a brute-force pair): d = 3, 100 queries, 20,000 rows: tree 7 ms, brute 31;
+  // 200,000 rows: tree 77 ms, brute 65; 1,000 queries there: 122 against 597.
+  if (m < 256) return false;
   return d <= 4 ? n >= 4096 : n >= 131072;
 }
 

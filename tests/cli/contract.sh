@@ -61,6 +61,22 @@ bad "knn: NaN in queries"         "nan"                      -- K --base ok2.fve
 bad "knn: Inf in base"            "inf"                      -- K --base inf2.fvecs --queries ok2.fvecs -k 1 --metric cosine --ids out.ivecs
 bad "knn: empty base"             "empty|no vectors|0 rows"  -- K --base empty.fvecs --queries q.fvecs -k 1 --metric l2 --ids out.ivecs
 bad "knn: empty queries (.npy)"   "empty|npy|header|short"   -- K --base base.fvecs --queries empty.npy -k 1 --metric l2 --ids out.ivecs
+bad "knn: tree for cosine"        "l2 and sqeuclidean"       -- K --base base.fvecs --queries q.fvecs -k 3 --metric cosine --method tree --ids out.ivecs --device cpu
+bad "knn: method"                 "method"                   -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --method kd --ids out.ivecs
+# radius: the same contract, CSR outputs written together.
+R() { "$simkit" radius "$@"; }
+bad "radius: negative radius"     "radius must be"           -- R --base base.fvecs --queries q.fvecs --radius -1 --offsets o.npy --ids i.npy
+bad "radius: metric"              "l2 and sqeuclidean"       -- R --base base.fvecs --queries q.fvecs --radius 1 --metric dot --offsets o.npy --ids i.npy
+bad "radius: dimension mismatch"  "dimension"                -- R --base base.fvecs --queries q3.fvecs --radius 1 --offsets o.npy --ids i.npy
+bad "radius: NaN"                 "nan"                      -- R --base ok2.fvecs --queries nan2.fvecs --radius 1 --offsets o.npy --ids i.npy
+bad "radius: same output twice"   "same|distinct|twice"      -- R --base base.fvecs --queries q.fvecs --radius 1 --offsets o.npy --ids o.npy
+checks=$((checks + 1))
+if R --base base.fvecs --queries base.fvecs --radius 0 --offsets o.npy --ids i.npy --device cpu >stdout.txt 2>stderr.txt &&
+   grep -q "50 neighbours" stdout.txt && [ -s o.npy ] && [ -s i.npy ]; then
+  echo "ok   radius 0 around each base row finds that row alone: $(tr -s ' ' <stdout.txt | cut -c1-90)"
+else
+  fail "radius: good run: $(cat stdout.txt stderr.txt | head -4)"
+fi
 bad "knn: bad metric"             "metric 'euclid'"          -- K --base base.fvecs --queries q.fvecs -k 3 --metric euclid --ids out.ivecs
 bad "knn: bad device"             "device 'tpu'"             -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device tpu
 # A newline or an escape sequence in an argument is shown escaped, on the one line.
@@ -237,6 +253,6 @@ else
 fi
 
 checks=$((checks + 1))
-expect_examples info gen pairwise knn kmeans kcenter demo "bench pairwise" "bench knn" "bench kmeans" "nbody accel" "nbody run"
+expect_examples info gen pairwise knn radius kmeans kcenter demo "bench pairwise" "bench knn" "bench kmeans" "nbody accel" "nbody run"
 
 finish
