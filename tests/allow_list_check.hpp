@@ -69,8 +69,18 @@ inline void expect_allowed_result(const Context& ctx, const IndexSearchResult& r
     for (int64_t q = 0; q < Q.rows(); ++q)
       for (int64_t p = 0; p < kept; ++p) {
         const double want = ref.values[size_t(q)][size_t(p)];
-        ASSERT_EQ(r.ids(q, p), s.ids[size_t(ref.ids[size_t(q)][size_t(p)])])
-            << label << ": query " << q << " slot " << p;
+        // l1 ranks its float32 sums (knn.hpp): where two float64 values lie within float32
+        // rounding of each other the order may differ from float64's, and knn (below) is the
+        // judge of the ids.
+        const auto& row = ref.values[size_t(q)];
+        const bool near_tie =
+            metric == Metric::l1 &&
+            ((p > 0 && std::abs(row[size_t(p - 1)] - want) <= tolerance(metric, want)) ||
+             (p + 1 < int64_t(row.size()) && std::abs(row[size_t(p + 1)] - want) <= tolerance(metric, want)));
+        if (!near_tie) {
+          ASSERT_EQ(r.ids(q, p), s.ids[size_t(ref.ids[size_t(q)][size_t(p)])])
+              << label << ": query " << q << " slot " << p;
+        }
         ASSERT_LE(std::abs(r.values(q, p) - want), tolerance(metric, want)) << label << ": query " << q;
         ASSERT_EQ(r.ids(q, p), s.ids[size_t(same.ids(q, p))]) << label << ": query " << q << " slot " << p;
         ASSERT_EQ(std::memcmp(&r.values(q, p), &same.values(q, p), sizeof(float)), 0)

@@ -4,6 +4,8 @@ transforms, softened n-body gravity and parallel primitives on NVIDIA GPUs and C
     >>> import numpy as np, simkit
     >>> X = np.random.default_rng(0).standard_normal((100000, 128), dtype=np.float32)
     >>> D, I = simkit.knn(X[:10], X, k=5)                  # exact, FAISS's shapes
+    >>> P = np.random.default_rng(1).random((100000, 3), dtype=np.float32)
+    >>> r = simkit.radius_search(P[:10], P, 0.02)          # fixed radius, CSR (low d, CPU)
     >>> index = simkit.Index("ivf_flat,nlist=256", 128)    # approximate
     >>> index.train(X); index.add(X)
     >>> D, I = index.search(X[:10], 5, nprobe=16)
@@ -52,7 +54,7 @@ if _blas_forced:
     del _os.environ["OPENBLAS_CORETYPE"]
 
 from ._clustering import KcenterResult, KmeansResult, kcenter, kmeans  # noqa: E402
-from ._compute import gauss, kde, knn, pairwise  # noqa: E402
+from ._compute import RadiusResult, gauss, kde, knn, pairwise, radius_search  # noqa: E402
 from ._index import Index  # noqa: E402
 from ._io import read, write  # noqa: E402
 from ._nbody import nbody_accel, nbody_diagnostics, nbody_initial, nbody_run  # noqa: E402
@@ -73,6 +75,7 @@ __all__ = [
     "KcenterResult",
     "KmeansResult",
     "METRICS",
+    "RadiusResult",
     "__version__",
     "blas_kernels",
     "build_info",
@@ -89,6 +92,7 @@ __all__ = [
     "nbody_initial",
     "nbody_run",
     "pairwise",
+    "radius_search",
     "read",
     "scan",
     "segmented_scan",

@@ -1,9 +1,10 @@
-"""pairwise, knn, gauss and kde: the engine's calls on two point sets."""
+"""pairwise, knn, radius_search, gauss and kde: the engine's calls on two point sets."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Optional, Tuple, Union, overload
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple, Union, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -82,6 +83,7 @@ def knn(
     k: int,
     metric: str = ...,
     *,
+    method: str = ...,
     context: Optional[Context] = ...,
     device: Optional[str] = ...,
     threads: Optional[int] = ...,
@@ -94,6 +96,7 @@ def knn(
     k: int,
     metric: str = ...,
     *,
+    method: str = ...,
     context: Optional[Context] = ...,
     device: Optional[str] = ...,
     threads: Optional[int] = ...,
@@ -105,6 +108,7 @@ def knn(
     k: int,
     metric: str = "sqeuclidean",
     *,
+    method: str = "auto",
     context: Optional[Context] = None,
     device: Optional[str] = None,
     threads: Optional[int] = None,
@@ -120,15 +124,32 @@ def knn(
     Arrays as in `pairwise`: D and I live where Q lives, in Q's framework (a CUDA torch
     tensor in, CUDA torch tensors out, queued on torch's current stream, no host copy).
 
-    Raises ValueError when k < 1 or k > n, for empty sets, mismatched dimensions, NaN/Inf.
+    method: how the neighbours are found; every method returns the same ids and values.
+    'brute' compares every pair (streamed in tiles through the fast product and selection
+    kernels). 'tree' builds a bounding-volume hierarchy over X in Morton order and walks it
+    with packets of 32 Morton-neighbouring queries, pruning each query by its current k-th
+    float64 distance; it is exact, the same ids and values as brute force, and serves 'l2' and
+    'sqeuclidean' with d <= 8 on the CPU (the build is part of each call). 'auto' (default)
+    takes the tree where it was measured faster (simkit's tree_knn_is_faster): on the CPU, for
+    'l2' / 'sqeuclidean', d <= 4 with n >= 4096 or d <= 8 with n >= 131072; brute force
+    elsewhere, and always on the GPU.
+
+    Raises ValueError when k < 1 or k > n, for empty sets, mismatched dimensions, NaN/Inf, an
+    unknown metric or method; RuntimeError for method='tree' on the GPU, for another metric or
+    for d > 8.
 
     >>> import numpy as np, simkit
     >>> X = np.random.default_rng(0).standard_normal((10000, 128), dtype=np.float32)
     >>> D, I = simkit.knn(X[:3], X, k=4)
     >>> I[:, 0]          # each query finds itself first
     array([0, 1, 2])
+    >>> P = np.random.default_rng(1).random((100000, 3), dtype=np.float32)
+    >>> D3, I3 = simkit.knn(P[:5], P, 16, "l2", method="tree", device="cpu")
+    >>> bool((I3 == simkit.knn(P[:5], P, 16, "l2", method="brute", device="cpu")[1]).all())
+    True
     """
     ctx = A.context(context, device, threads, gpu_memory)
+    how = _knn_method(method)
     k = A.positive_int(k, "k")
     Qa, Xa = A.array_in(Q, "Q"), A.array_in(X, "X")
     if k > Xa.shape[0]:
@@ -136,8 +157,90 @@ def knn(
     m = Qa.shape[0]
     results = A.Results(Qa, Xa)
     D, I = results.empty((m, k), "float32"), results.empty((m, k), "int64")
-    _simkit.knn(Qa, Xa, k, A.text(metric, "metric"), D, I, ctx, results.stream)
+    _simkit.knn(Qa, Xa, k, A.text(metric, "metric"), D, I, ctx, results.stream, how)
     return results.finish(D), results.finish(I)
+
+
+_KNN_METHODS = ("auto", "brute", "tree")
+
+
+def _knn_method(method: Any) -> str:
+    name = A.text(method, "method")
+    if name not in _KNN_METHODS:
+        raise ValueError(f"method must be 'auto', 'brute' or 'tree', got '{name}'")
+    return name
+
+
+@dataclass(frozen=True)
+class RadiusResult:
+    """What `radius_search` returns: the neighbours in compressed-sparse-row form.
+
+    Query i's neighbours are ``ids[offsets[i]:offsets[i + 1]]``, nearest first, with their
+    values in the same slice of ``values``. ``(values, ids, offsets)`` is the (data, indices,
+    indptr) of a SciPy CSR matrix of shape (m, n).
+    """
+
+    offsets: npt.NDArray[np.int64]  #: m + 1, rising from 0
+    ids: npt.NDArray[np.int64]  #: rows of X, query after query, each query's sorted by (value, id)
+    values: npt.NDArray[np.float32]  #: the metric's value of each pair (l2: the distance; sqeuclidean: its square)
+    capped: int  #: queries that had more than max_neighbors within the radius (they keep their nearest)
+
+
+def radius_search(
+    Q: Any,
+    X: Any,
+    radius: float,
+    metric: str = "l2",
+    *,
+    max_neighbors: int = 0,
+    context: Optional[Context] = None,
+    device: Optional[str] = None,
+    threads: Optional[int] = None,
+) -> RadiusResult:
+    """Every row of X within `radius` of each row of Q, nearest first, exact.
+
+    ``r = simkit.radius_search(Q, X, 0.05)``: query i's neighbours are
+    ``r.ids[r.offsets[i]:r.offsets[i + 1]]`` with their distances in the same slice of
+    ``r.values`` (float32), sorted by (float64 value, id): the order and the values of `knn`,
+    so a query's first k neighbours are its k nearest whenever it has k within the radius.
+    offsets (m + 1), ids: int64. A pair is kept when its value <= radius, compared in float64,
+    in the metric's own units (metric 'l2': the distance; 'sqeuclidean': the squared distance,
+    so pass radius**2). max_neighbors > 0 keeps at most that many per query (its nearest) and
+    counts in ``r.capped`` the queries that had more. For SciPy,
+    ``scipy.sparse.csr_matrix((r.values, r.ids, r.offsets), shape=(len(Q), len(X)))`` (pairs at
+    distance 0 stay as explicit zeros).
+
+    Served by the tree of `knn` (method='tree'): metrics 'l2' and 'sqeuclidean', d <= 8, on the
+    CPU, the tree over X built in each call. Q and X are read on the host (GPU arrays are copied
+    over once, other number types converted to float32); results are NumPy arrays.
+
+    Raises ValueError for empty sets, mismatched dimensions, NaN/Inf, a negative or non-finite
+    radius, max_neighbors < 0, an unknown metric; RuntimeError for another metric, d > 8 or
+    device='gpu'.
+
+    >>> import numpy as np, simkit
+    >>> X = np.array([[0, 0], [1, 0], [0, 2], [3, 3]], np.float32)
+    >>> r = simkit.radius_search(X[:2], X, 1.5)
+    >>> r.offsets, r.ids, r.capped
+    (array([0, 2, 4]), array([0, 1, 1, 0]), 0)
+    >>> r.values
+    array([0., 1., 0., 1.], dtype=float32)
+    """
+    ctx = A.context(context, device, threads, None)
+    Qh, Xh = A.to_host(Q, "Q"), A.to_host(X, "X")
+    try:
+        rad = float(radius)
+    except (TypeError, ValueError):
+        raise ValueError(f"radius must be a number, got {radius!r}") from None
+    if not (math.isfinite(rad) and rad >= 0):
+        raise ValueError(f"radius must be finite and >= 0, got {radius}")
+    cap = A.integer(max_neighbors, "max_neighbors")
+    if cap < 0:
+        raise ValueError(f"max_neighbors must be >= 0 (0: no cap), got {cap}")
+    r = cast(Dict[str, Any], _simkit.radius_search(Qh, Xh, rad, A.text(metric, "metric"), cap, ctx))
+    # int64 arrays from the module carry NumPy's 'long long' type code; a view as np.int64 (no
+    # copy) makes them print and compare like any other int64 array.
+    return RadiusResult(r["offsets"].view(np.int64), r["ids"].view(np.int64), r["values"], int(r["capped"]))
 
 
 GaussReport = Dict[str, Union[str, int, float]]

@@ -1,5 +1,6 @@
-// pairwise, knn and the Gauss transform: inputs and outputs may each be host or device arrays
-// (the outputs are allocated by the Python layer in the caller's framework).
+// pairwise, knn, radius_search and the Gauss transform: inputs and outputs may each be host or
+// device arrays (the outputs are allocated by the Python layer in the caller's framework);
+// radius_search, whose answer is ragged, reads host arrays and returns NumPy arrays.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -14,9 +15,11 @@
 #include <simkit/gauss.hpp>
 #include <simkit/knn.hpp>
 #include <simkit/pairwise.hpp>
+#include <simkit/radius.hpp>
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "numpy_out.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -35,15 +38,44 @@ void pairwise_call(const InArray& Q, const InArray& X, const std::string& metric
   run_released(ctx, [&] { pairwise(ctx, q, x, mt, o); });
 }
 
+KnnMethod parse_knn_method(const std::string& name) {
+  if (name == "auto") return KnnMethod::automatic;
+  if (name == "brute") return KnnMethod::brute;
+  if (name == "tree") return KnnMethod::tree;
+  throw Error(ErrorCode::invalid_argument, "method must be 'auto', 'brute' or 'tree', got " + simkit::quoted(name));
+}
+
 void knn_call(const InArray& Q, const InArray& X, int64_t k, const std::string& metric, const OutArray& D,
-              const OutArray& I, const Context& base, uintptr_t stream) {
+              const OutArray& I, const Context& base, uintptr_t stream, const std::string& method) {
   CallContext call(base, stream);
   const MatrixView<const float> q = call.matrix<const float>(Q, "Q"), x = call.matrix<const float>(X, "X");
   const MatrixView<float> d = call.matrix<float>(D, "D");
   const MatrixView<int64_t> i = call.matrix<int64_t>(I, "I");
   const Metric mt = parse_metric(metric);
+  const KnnMethod how = parse_knn_method(method);
   Context& ctx = call.get();
-  run_released(ctx, [&] { knn(ctx, q, x, k, mt, d, i); });
+  run_released(ctx, [&] { knn(ctx, q, x, k, mt, d, i, how); });
+}
+
+// The tree runs on the CPU: host arrays only (the Python layer copies GPU arrays over), and an
+// explicit device='gpu' is refused rather than quietly run on the CPU.
+Record radius_call(const InArray& Q, const InArray& X, double radius, const std::string& metric, int64_t max_neighbors,
+                   const Context& base) {
+  CallContext call(base, 0);
+  const MatrixView<const float> q = call.matrix<const float>(Q, "Q"), x = call.matrix<const float>(X, "X");
+  if (q.where != Memory::host || x.where != Memory::host)
+    throw Error(ErrorCode::unsupported, "radius_search takes host arrays in this version (the tree runs on the CPU)");
+  const Metric mt = parse_metric(metric);
+  Context& ctx = call.get();
+  if (ctx.device == Device::gpu)
+    throw Error(ErrorCode::unsupported, "radius_search runs on the CPU in this version; use device='cpu' or 'auto'");
+  RadiusResult r = run_released(ctx, [&] { return radius_search(ctx, q, x, radius, mt, max_neighbors); });
+  Record out;
+  out["offsets"] = to_numpy(std::move(r.offsets));
+  out["ids"] = to_numpy(std::move(r.ids));
+  out["values"] = to_numpy(std::move(r.values));
+  out["capped"] = r.capped;
+  return out;
 }
 
 Record gauss_call(const InArray& X, const InArray& Y, double h, const std::optional<InArray>& weights,
@@ -81,7 +113,9 @@ Record gauss_call(const InArray& X, const InArray& Y, double h, const std::optio
 
 void bind_compute(nb::module_& m) {
   m.def("pairwise", &pairwise_call, "Q"_a, "X"_a, "metric"_a, "out"_a, "context"_a, "stream"_a = 0);
-  m.def("knn", &knn_call, "Q"_a, "X"_a, "k"_a, "metric"_a, "D"_a, "I"_a, "context"_a, "stream"_a = 0);
+  m.def("knn", &knn_call, "Q"_a, "X"_a, "k"_a, "metric"_a, "D"_a, "I"_a, "context"_a, "stream"_a = 0,
+        "method"_a = "auto");
+  m.def("radius_search", &radius_call, "Q"_a, "X"_a, "radius"_a, "metric"_a, "max_neighbors"_a, "context"_a);
   m.def(
       "kde_bandwidth",
       [](const InArray& X, const std::string& rule) {

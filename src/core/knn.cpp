@@ -26,7 +26,7 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
   const bool on_cpu = backend.device() == Device::cpu;
   if (method == KnnMethod::tree) {
     const char* why = detail::tree_refusal(metric, X.cols);
-    SIMKIT_EXPECTS(*why == '\0', unsupported, "knn: ", why);
+    SIMKIT_EXPECTS(*why == '\0', unsupported, "knn: ", why, " (use method brute)");
     SIMKIT_EXPECTS(on_cpu, unsupported,
                    "knn: the tree runs on the CPU in this version (use --device cpu, or "
                    "method brute on the GPU)");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <simkit/primitives.hpp>
 
@@ -27,8 +28,8 @@ int64_t morton_code(const float* row, int64_t d, const float* lo, const double* 
 }
 
 /// Rows of P sorted by their codes in the box [lo, hi]; ties keep row order (a stable sort).
-std::vector<int64_t> sorted_by_code(const Context& ctx, MatrixView<const float> P, const std::vector<float>& lo,
-                                    const std::vector<float>& hi) {
+MortonOrder sorted_by_code(const Context& ctx, MatrixView<const float> P, const std::vector<float>& lo,
+                           const std::vector<float>& hi) {
   const int64_t m = P.rows, d = P.cols;
   const int bits = int(std::min<int64_t>(63 / d, 31));
   double scale[kMaxDim];
@@ -46,7 +47,7 @@ std::vector<int64_t> sorted_by_code(const Context& ctx, MatrixView<const float> 
   Context cpu = ctx;
   cpu.device = Device::cpu;
   sort(cpu, ArrayView<int64_t>(codes), ArrayView<int64_t>(order));
-  return order;
+  return {std::move(order), std::move(codes)};
 }
 
 }  // namespace
@@ -62,7 +63,8 @@ PointTree build_point_tree(const Context& ctx, MatrixView<const float> X, int64_
       const float v = X.data[i * d + c];
       t.box_lo[size_t(c)] = std::min(t.box_lo[size_t(c)], v), t.box_hi[size_t(c)] = std::max(t.box_hi[size_t(c)], v);
     }
-  t.ids = sorted_by_code(ctx, X, t.box_lo, t.box_hi);
+  MortonOrder sorted = sorted_by_code(ctx, X, t.box_lo, t.box_hi);
+  t.ids = std::move(sorted.order), t.codes = std::move(sorted.codes);
   t.rows.resize(size_t(n * d));
   for (int64_t p = 0; p < n; ++p) std::copy_n(X.data + t.ids[size_t(p)] * d, d, t.rows.data() + p * d);
   t.leaves = (n + leaf_size - 1) / leaf_size;
@@ -84,7 +86,7 @@ PointTree build_point_tree(const Context& ctx, MatrixView<const float> X, int64_
   return t;
 }
 
-std::vector<int64_t> morton_order(const Context& ctx, const PointTree& tree, MatrixView<const float> P) {
+MortonOrder morton_order(const Context& ctx, const PointTree& tree, MatrixView<const float> P) {
   return sorted_by_code(ctx, P, tree.box_lo, tree.box_hi);
 }
 

@@ -29,6 +29,7 @@ struct PointTree {
   int64_t leaf_size = 0;
   std::vector<float> rows;            // n x d, in Morton order
   std::vector<int64_t> ids;           // Morton position -> row of X
+  std::vector<int64_t> codes;         // the rows' Morton codes, ascending
   int64_t leaves = 0;                 // ceil(n / leaf_size)
   int64_t first_leaf = 1;             // heap index of leaf 0: the power of two >= leaves
   std::vector<float> lo, hi;          // 2 * first_leaf boxes of d floats in heap order (index 0 unused);
@@ -45,8 +46,12 @@ struct PointTree {
 /// The tree over the rows of X (host, n x d, 1 <= d <= kMaxDim); the sort runs on ctx's threads.
 PointTree build_point_tree(const Context& ctx, MatrixView<const float> X, int64_t leaf_size);
 
-/// The rows of P (host, m x d) in the Morton order of `tree`'s box (rows outside clamped to it):
-/// position -> row of P.
-std::vector<int64_t> morton_order(const Context& ctx, const PointTree& tree, MatrixView<const float> P);
+/// Rows in Morton order: position -> row, and their codes, ascending.
+struct MortonOrder {
+  std::vector<int64_t> order, codes;
+};
+
+/// The rows of P (host, m x d) in the Morton order of `tree`'s box (rows outside clamped to it).
+MortonOrder morton_order(const Context& ctx, const PointTree& tree, MatrixView<const float> P);
 
 }  // namespace simkit::detail::spatial

@@ -13,7 +13,9 @@
 namespace simkit::detail::spatial::cpu {
 
 /// Queries per packet: they walk the tree together (a node's box read once for all of them) and
-/// each drops out where the box is farther than its own current bound.
+/// each drops out where the box is farther than its own current bound. Against cKDTree (see
+/// tree_knn.cpp's leaf size), packets of 8 / 16 / 32 gave 0.73 / 0.83 / 0.83 of its queries/s
+/// at d = 3 with leaves of 16; 16 and 32 tie with leaves of 32.
 inline constexpr int64_t kPacket = 32;
 
 /// What a search did: packets, node visits (a node counted once per packet that reached it),

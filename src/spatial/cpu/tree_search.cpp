@@ -33,7 +33,8 @@ using Pair = std::pair<double, int64_t>;  // key, base row
 double box_distance2(const float* q, const float* lo, const float* hi, int64_t d) {
   double s = 0;
   for (int64_t c = 0; c < d; ++c) {
-    const double g = std::max({double(lo[c]) - double(q[c]), double(q[c]) - double(hi[c]), 0.0});
+    const double below = double(lo[c]) - double(q[c]), above = double(q[c]) - double(hi[c]);
+    const double g = below > 0 ? below : (above > 0 ? above : 0.0);
     s += g * g;
   }
   return s;
@@ -89,22 +90,37 @@ struct Packet {
   }
 };
 
-/// Runs `body(packet, first, count)` over the queries in Morton order, packets split over threads.
+/// Runs `body(packet, rows, codes, count)` over the queries in Morton order (rows of Q and their
+/// codes), packets split over threads.
 template <class Body>
 TreeSearchStats for_each_packet(const Context& ctx, const PointTree& t, MatrixView<const float> Q, int64_t packet,
                                 Body&& body) {
-  const std::vector<int64_t> order = morton_order(ctx, t, Q);
+  const MortonOrder sorted = morton_order(ctx, t, Q);
   const int64_t m = Q.rows, packets = (m + packet - 1) / packet;
   int64_t visits = 0, pairs = 0;
   const int threads = cpu_threads(ctx);
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads) reduction(+ : visits, pairs)
   for (int64_t b = 0; b < packets; ++b) {
     const int64_t first = b * packet, count = std::min(packet, m - first);
-    Packet p(t, Q, order.data() + first, count);
-    body(p, order.data() + first, count);
+    Packet p(t, Q, sorted.order.data() + first, count);
+    body(p, sorted.order.data() + first, sorted.codes.data() + first, count);
     visits += p.visits, pairs += p.pairs;
   }
   return {packets, visits, pairs};
+}
+
+/// The leaves around a query's place in the base's Morton order, [first, last], holding at least
+/// k rows: scanned before the walk, they give its bound a first value near the final one, so the
+/// walk opens little beyond them (without it a query's bound stays loose until the packet's walk
+/// happens to reach the query's own neighbourhood).
+std::pair<int64_t, int64_t> seed_leaves(const PointTree& t, int64_t code, int64_t k) {
+  const int64_t at = std::lower_bound(t.codes.begin(), t.codes.end(), code) - t.codes.begin();
+  int64_t first = std::min(at / t.leaf_size, t.leaves - 1), last = first;
+  while (t.leaf_last(last) - t.leaf_first(first) < k) {
+    if (first > 0) --first;
+    if (last < t.leaves - 1) ++last;
+  }
+  return {first, last};
 }
 
 }  // namespace
@@ -112,10 +128,10 @@ TreeSearchStats for_each_packet(const Context& ctx, const PointTree& t, MatrixVi
 TreeSearchStats tree_knn(const Context& ctx, const PointTree& t, MatrixView<const float> Q, int64_t k,
                          const MetricPlan& plan, float* values, int64_t* ids, int64_t packet) {
   const int64_t d = t.d;
-  return for_each_packet(ctx, t, Q, packet, [&](Packet& p, const int64_t* rows, int64_t count) {
+  return for_each_packet(ctx, t, Q, packet, [&](Packet& p, const int64_t* rows, const int64_t* codes, int64_t count) {
     std::vector<std::vector<Pair>> best(static_cast<size_t>(count));
-    for (auto& b : best) b.reserve(size_t(k));
-    p.walk([&](int64_t j, int i) {
+    std::vector<std::pair<int64_t, int64_t>> seeded(static_cast<size_t>(count));
+    auto scan = [&](int64_t j, int i) {
       std::vector<Pair>& b = best[size_t(i)];
       for (int64_t r = t.leaf_first(j); r < t.leaf_last(j); ++r) {
         const Pair cand{exact_sqdist(p.q[size_t(i)], t.rows.data() + r * d, d), t.ids[size_t(r)]};
@@ -129,6 +145,14 @@ TreeSearchStats tree_knn(const Context& ctx, const PointTree& t, MatrixView<cons
         }
       }
       if (int64_t(b.size()) == k) p.bound[size_t(i)] = b.front().first;
+    };
+    for (int64_t i = 0; i < count; ++i) {
+      best[size_t(i)].reserve(size_t(k));
+      seeded[size_t(i)] = seed_leaves(t, codes[i], k);
+      for (int64_t j = seeded[size_t(i)].first; j <= seeded[size_t(i)].second; ++j) scan(j, int(i));
+    }
+    p.walk([&](int64_t j, int i) {
+      if (j < seeded[size_t(i)].first || j > seeded[size_t(i)].second) scan(j, i);  // seeds are in already
     });
     for (int64_t i = 0; i < count; ++i) {
       std::vector<Pair>& b = best[size_t(i)];
@@ -149,7 +173,7 @@ RadiusResult tree_radius(const Context& ctx, const PointTree& t, MatrixView<cons
   const double key_bound = plan.root ? radius * radius : radius;
   std::vector<std::vector<Pair>> found(static_cast<size_t>(m));
   std::vector<int64_t> capped(static_cast<size_t>(m), 0);
-  for_each_packet(ctx, t, Q, packet, [&](Packet& p, const int64_t* rows, int64_t count) {
+  for_each_packet(ctx, t, Q, packet, [&](Packet& p, const int64_t* rows, const int64_t*, int64_t count) {
     for (int64_t i = 0; i < count; ++i) p.bound[size_t(i)] = key_bound;
     p.walk([&](int64_t j, int i) {
       std::vector<Pair>& f = found[size_t(rows[i])];
