@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/expects.hpp"
+#include "nbody/morton.hpp"
 
 namespace simkit::detail::cpu::octree {
 
@@ -17,17 +18,6 @@ constexpr int kLevels = 21;              // bits per axis
 constexpr double kCells = 2097152.0;     // 2^21
 constexpr uint64_t kLastCell = 2097151;  // 2^21 - 1
 
-/// 21 bits interleaved: bit k of v goes to bit 3k.
-uint64_t spread(uint64_t v) {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffull;
-  v = (v | v << 16) & 0x1f0000ff0000ffull;
-  v = (v | v << 8) & 0x100f00f00f00f00full;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ull;
-  v = (v | v << 2) & 0x1249249249249249ull;
-  return v;
-}
-
 /// The code of a point in the cube (lo, side), clamped to it: x in bit 3k + 2, y in 3k + 1, z in 3k.
 uint64_t code_of(const float* p, const double lo[3], double side) {
   uint64_t cell[3];
@@ -35,7 +25,7 @@ uint64_t code_of(const float* p, const double lo[3], double side) {
     const double u = std::clamp((double(p[c]) - lo[c]) / side * kCells, 0.0, double(kLastCell));
     cell[c] = uint64_t(u);
   }
-  return spread(cell[0]) << 2 | spread(cell[1]) << 1 | spread(cell[2]);
+  return nbody::morton_code(cell[0], cell[1], cell[2]);
 }
 
 struct Keyed {

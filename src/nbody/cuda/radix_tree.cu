@@ -12,6 +12,7 @@
 #include "cuda/primitives/cub_routes.hpp"
 #include "cuda/primitives/prim_launch.hpp"
 #include "nbody/cuda/radix_tree.hpp"
+#include "nbody/morton.hpp"
 
 namespace simkit::detail::cuda {
 
@@ -61,17 +62,6 @@ __global__ void cube_kernel(int* box) {
   cube[3] = side;
 }
 
-/// 21 bits spread to every third bit.
-__device__ __forceinline__ uint64_t spread(uint64_t v) {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffull;
-  v = (v | v << 16) & 0x1f0000ff0000ffull;
-  v = (v | v << 8) & 0x100f00f00f00f00full;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ull;
-  v = (v | v << 2) & 0x1249249249249249ull;
-  return v;
-}
-
 __global__ void __launch_bounds__(kBlock)
     codes_kernel(const float* __restrict__ rows, int64_t count, int64_t stride, const float* __restrict__ cube,
                  int64_t* __restrict__ codes, int* __restrict__ index) {
@@ -80,10 +70,8 @@ __global__ void __launch_bounds__(kBlock)
   const float scale = 2097152.f / cube[3];
   uint64_t cell[3];
   for (int c = 0; c < 3; ++c)
-    cell[c] = spread(uint64_t(fminf(fmaxf((rows[i * stride + c] - cube[c]) * scale, 0.f), 2097151.f)));
-  // x in bit 3k + 2, y in 3k + 1, z in 3k (as the CPU octree's codes).
-  const uint64_t x = cell[0], y = cell[1], z = cell[2];
-  codes[i] = int64_t(x << 2 | y << 1 | z);
+    cell[c] = uint64_t(fminf(fmaxf((rows[i * stride + c] - cube[c]) * scale, 0.f), 2097151.f));
+  codes[i] = int64_t(nbody::morton_code(cell[0], cell[1], cell[2]));
   index[i] = int(i);
 }
 
