@@ -126,6 +126,14 @@ Matrix<float> read_points(const std::string& path, std::string_view option) {
   return m;
 }
 
+void check_same_dimension(const Matrix<float>& a, std::string_view a_option, const std::string& a_path,
+                          const Matrix<float>& b, std::string_view b_option, const std::string& b_path) {
+  if (a.cols() != b.cols())
+    bad("dimension mismatch: " + std::string(a_option) + " " + quoted_path(a_path) +
+        " has d = " + std::to_string(a.cols()) + ", " + std::string(b_option) + " " + quoted_path(b_path) +
+        " has d = " + std::to_string(b.cols()));
+}
+
 std::string extension_of(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });

@@ -78,6 +78,10 @@ class ProgressBar {
 
 /// read_matrix(path) with the option's name in any error, refusing a set with no rows or columns.
 Matrix<float> read_points(const std::string& path, std::string_view option);
+/// Exits 2 ("dimension mismatch: --queries 'q.npy' has d = 3, --base 'x.npy' has d = 8") when
+/// the two sets read from those options have different dimensions.
+void check_same_dimension(const Matrix<float>& a, std::string_view a_option, const std::string& a_path,
+                          const Matrix<float>& b, std::string_view b_option, const std::string& b_path);
 
 /// ".npy", ".fvecs", ... in lower case; empty when the name has no extension.
 std::string extension_of(const std::string& path);

@@ -49,9 +49,7 @@ void run_gauss(const GaussCommandOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   const Matrix<float> X = read_points(o.sources, "--sources");
   const Matrix<float> Y = read_points(o.targets, "--targets");
-  if (Y.cols() != X.cols())
-    bad("dimension mismatch: --targets " + quoted_path(o.targets) + " has d = " + std::to_string(Y.cols()) +
-        ", --sources " + quoted_path(o.sources) + " has d = " + std::to_string(X.cols()));
+  check_same_dimension(Y, "--targets", o.targets, X, "--sources", o.sources);
   std::vector<double> q;
   if (!o.weights.empty()) {
     q = read_f64_vector(o.weights, "--weights");

@@ -63,9 +63,7 @@ void run_kde(const KdeOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   const Matrix<float> X = read_points(o.data, "--data");
   const Matrix<float> Y = read_points(o.at, "--at");
-  if (Y.cols() != X.cols())
-    bad("dimension mismatch: --at " + quoted_path(o.at) + " has d = " + std::to_string(Y.cols()) + ", --data " +
-        quoted_path(o.data) + " has d = " + std::to_string(X.cols()));
+  check_same_dimension(Y, "--at", o.at, X, "--data", o.data);
   // Checked here so that the message names this command's options, not the library's.
   for (int64_t i = 0; i < X.size(); ++i)
     if (!std::isfinite(X.view().data[i])) bad("--data: " + quoted_path(o.data) + " holds NaN or Inf");

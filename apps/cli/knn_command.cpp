@@ -45,9 +45,7 @@ void run_knn(const KnnOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   const Matrix<float> X = read_points(o.base, "--base");
   const Matrix<float> Q = read_points(o.queries, "--queries");
-  if (Q.cols() != X.cols())
-    bad("dimension mismatch: --queries " + quoted_path(o.queries) + " has d = " + std::to_string(Q.cols()) +
-        ", --base " + quoted_path(o.base) + " has d = " + std::to_string(X.cols()));
+  check_same_dimension(Q, "--queries", o.queries, X, "--base", o.base);
   if (o.k > X.rows())
     bad("-k " + std::to_string(o.k) + " exceeds the " + std::to_string(X.rows()) + " vectors in --base " +
         quoted_path(o.base));

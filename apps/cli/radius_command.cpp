@@ -52,9 +52,7 @@ void run_radius(const RadiusOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   const Matrix<float> X = read_points(o.base, "--base");
   const Matrix<float> Q = read_points(o.queries, "--queries");
-  if (Q.cols() != X.cols())
-    bad("dimension mismatch: --queries " + quoted_path(o.queries) + " has d = " + std::to_string(Q.cols()) +
-        ", --base " + quoted_path(o.base) + " has d = " + std::to_string(X.cols()));
+  check_same_dimension(Q, "--queries", o.queries, X, "--base", o.base);
   const double read_s = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   const RadiusResult r = radius_search(ctx, Q.view(), X.view(), o.radius, metric, o.max_neighbors);
