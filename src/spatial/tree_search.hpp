@@ -25,12 +25,17 @@ struct TreeSearchStats {
 };
 
 /// For each row of Q (host, m x d), its k nearest base rows into values / ids (host, m x k).
+/// `mask`, when given, restricts the candidates to the base rows whose bit is set (bit r of word
+/// r / 64, r a row of the tree's X); a query with fewer than k candidates is padded with id -1
+/// and value +inf.
 TreeSearchStats tree_knn(const Context& ctx, const PointTree& tree, MatrixView<const float> Q, int64_t k,
-                         const MetricPlan& plan, float* values, int64_t* ids, int64_t packet = kPacket);
+                         const MetricPlan& plan, float* values, int64_t* ids, int64_t packet = kPacket,
+                         const uint64_t* mask = nullptr);
 
 /// For each row of Q, the base rows whose value is <= radius, nearest first, at most `cap` (0:
-/// all) of them.
+/// all) of them; `mask` as for tree_knn.
 RadiusResult tree_radius(const Context& ctx, const PointTree& tree, MatrixView<const float> Q, double radius,
-                         const MetricPlan& plan, int64_t cap, int64_t packet = kPacket);
+                         const MetricPlan& plan, int64_t cap, int64_t packet = kPacket,
+                         const uint64_t* mask = nullptr);
 
 }  // namespace simkit::detail::spatial::cpu

@@ -30,6 +30,8 @@ constexpr double kSlack = 1 + 1e-12;
 
 using Pair = std::pair<double, int64_t>;  // key, base row
 
+bool candidate(const uint64_t* mask, int64_t row) { return !mask || ((mask[row >> 6] >> (row & 63)) & 1u); }
+
 double box_distance2(const float* q, const float* lo, const float* hi, int64_t d) {
   double s = 0;
   for (int64_t c = 0; c < d; ++c) {
@@ -116,7 +118,7 @@ TreeSearchStats for_each_packet(const Context& ctx, const PointTree& t, MatrixVi
 std::pair<int64_t, int64_t> seed_leaves(const PointTree& t, int64_t code, int64_t k) {
   const int64_t at = std::lower_bound(t.codes.begin(), t.codes.end(), code) - t.codes.begin();
   int64_t first = std::min(at / t.leaf_size, t.leaves - 1), last = first;
-  while (t.leaf_last(last) - t.leaf_first(first) < k) {
+  while (t.leaf_last(last) - t.leaf_first(first) < std::min(k, t.n)) {
     if (first > 0) --first;
     if (last < t.leaves - 1) ++last;
   }
@@ -126,7 +128,7 @@ std::pair<int64_t, int64_t> seed_leaves(const PointTree& t, int64_t code, int64_
 }  // namespace
 
 TreeSearchStats tree_knn(const Context& ctx, const PointTree& t, MatrixView<const float> Q, int64_t k,
-                         const MetricPlan& plan, float* values, int64_t* ids, int64_t packet) {
+                         const MetricPlan& plan, float* values, int64_t* ids, int64_t packet, const uint64_t* mask) {
   const int64_t d = t.d;
   return for_each_packet(ctx, t, Q, packet, [&](Packet& p, const int64_t* rows, const int64_t* codes, int64_t count) {
     std::vector<std::vector<Pair>> best(static_cast<size_t>(count));
@@ -134,6 +136,7 @@ TreeSearchStats tree_knn(const Context& ctx, const PointTree& t, MatrixView<cons
     auto scan = [&](int64_t j, int i) {
       std::vector<Pair>& b = best[size_t(i)];
       for (int64_t r = t.leaf_first(j); r < t.leaf_last(j); ++r) {
+        if (!candidate(mask, t.ids[size_t(r)])) continue;
         const Pair cand{exact_sqdist(p.q[size_t(i)], t.rows.data() + r * d, d), t.ids[size_t(r)]};
         if (int64_t(b.size()) < k) {
           b.push_back(cand);
@@ -159,15 +162,16 @@ TreeSearchStats tree_knn(const Context& ctx, const PointTree& t, MatrixView<cons
       std::sort_heap(b.begin(), b.end());
       const int64_t row = rows[i];
       for (int64_t c = 0; c < k; ++c) {
-        values[row * k + c] = float(plan.value_of_key(b[size_t(c)].first));
-        ids[row * k + c] = b[size_t(c)].second;
+        const bool found = c < int64_t(b.size());
+        values[row * k + c] = found ? float(plan.value_of_key(b[size_t(c)].first)) : INFINITY;
+        ids[row * k + c] = found ? b[size_t(c)].second : -1;
       }
     }
   });
 }
 
 RadiusResult tree_radius(const Context& ctx, const PointTree& t, MatrixView<const float> Q, double radius,
-                         const MetricPlan& plan, int64_t cap, int64_t packet) {
+                         const MetricPlan& plan, int64_t cap, int64_t packet, const uint64_t* mask) {
   const int64_t d = t.d, m = Q.rows;
   // The key bound: value_of_key is monotone (a square root, or the key itself).
   const double key_bound = plan.root ? radius * radius : radius;
@@ -178,6 +182,7 @@ RadiusResult tree_radius(const Context& ctx, const PointTree& t, MatrixView<cons
     p.walk([&](int64_t j, int i) {
       std::vector<Pair>& f = found[size_t(rows[i])];
       for (int64_t r = t.leaf_first(j); r < t.leaf_last(j); ++r) {
+        if (!candidate(mask, t.ids[size_t(r)])) continue;
         const double key = exact_sqdist(p.q[size_t(i)], t.rows.data() + r * d, d);
         if (plan.value_of_key(key) <= radius) f.emplace_back(key, t.ids[size_t(r)]);
       }
