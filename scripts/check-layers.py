@@ -54,9 +54,15 @@ LAYERS = [
      "folders"),
     ("spatial-cpu", r"src/spatial/cpu/", {"core", "spatial", "spatial-cpu", "cpu"}, [],
      "the point tree's CPU searches build on core, the tree's shared code and the CPU backend"),
+    ("spatial-cuda", r"src/spatial/cuda/", {"core", "spatial", "spatial-cuda", "cuda"}, CUDA_MAY_USE_CPU,
+     "the point tree's GPU build and walks build on core, the tree's shared code and the CUDA "
+     "backend"),
     ("spatial", r"src/spatial/", {"core", "spatial"}, [],
      "the point tree's shared code (build, checks, routing) stays backend-free"),
-    ("index", r"src/index/", {"core", "index"}, [],
+    ("index-tree", r"src/index/tree/", {"core", "index", "index-tree", "spatial"}, [],
+     "the tree index family builds on core, the index's shared code and the point tree "
+     "(spatial/: its build, and its searches through spatial/tree_search.hpp)"),
+    ("index", r"src/index/", {"core", "index", "index-tree"}, [],
      "an index family's shared code stays backend-free; its searchers live in its cpu/ and cuda/ "
      "folders"),
     ("apps", r"apps/", {"apps"}, [],

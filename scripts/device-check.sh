@@ -95,7 +95,7 @@ if { [ "$what" = all ] || [ "$what" = tests ] && [ "${SANITIZER:-1}" = 1 ]; } ||
   pids=()
   rm -f /tmp/san-*
   for name in test_knn test_pairwise test_primitives test_kmeans test_index test_index_writes test_ivf_pq test_lsh test_gpu_ivf_pq \
-    test_gpu_gauss test_gpu_ifgt test_gpu_stream test_nbody test_gpu_nbody; do
+    test_gpu_gauss test_gpu_ifgt test_gpu_stream test_nbody test_gpu_nbody test_gpu_tree; do
     exe=$build/tests/$name
     [ -x "$exe" ] || continue
     if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $name "* ]]; then continue; fi

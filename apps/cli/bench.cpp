@@ -1,6 +1,6 @@
-// `simkit bench pairwise | knn | gauss | primitives | kmeans | ann | writes`: the command line, the shared set-up
-// (device, run counts, header) and the CSV writer. The suites themselves are in bench_<suite>.cpp; the device-free
-// logic in bench_harness.hpp.
+// `simkit bench pairwise | knn | gauss | primitives | kmeans | ann | writes | nbody | tree`: the command line, the
+// shared set-up (device, run counts, header) and the CSV writer. The suites themselves are in bench_<suite>.cpp; the
+// device-free logic in bench_harness.hpp.
 
 #include <cstdio>
 #include <fstream>
@@ -321,6 +321,40 @@ void add_bench_command(CLI::App& app) {
       "  python3 bench/peers/nbody_torch.py --csv torch.csv        # the GPU peer, same workload\n"
       "  simkit bench nbody --device cpu --threads 2 --sizes 12,14 --bh-sizes 16,20 --csv nbody-cpu.csv\n");
   nb_cmd->callback([nb] { bench::run_nbody_suite(*nb); });
+
+  auto tr = std::make_shared<bench::Options>();
+  tr->cases = "3,8";
+  auto* tr_cmd = bench_cmd->add_subcommand(
+      "tree",
+      "Exact low-dimensional k-NN and radius search through the point tree (simkit/tree.hpp) against simkit's "
+      "brute-force knn on the same inputs: build and search time, queries/s, node fetches per query at each "
+      "packet size, the speed-up, and the radius search at a given average of neighbours");
+  add_common_options(tr_cmd, *tr, "timed runs (default 10 on the GPU, 3 on the CPU)",
+                     "untimed runs before them (default 1)");
+  tr_cmd->add_option("--dims", tr->cases, "dimensions, comma-separated (1 .. 8)")->capture_default_str();
+  tr_cmd->add_option("--n", tr->base, "base points (default 10,000,000 on the GPU, 1,000,000 on the CPU)");
+  tr_cmd->add_option("--m", tr->queries, "queries (default 1,000,000 on the GPU, 100,000 on the CPU)");
+  tr_cmd->add_option("-k", tr->k, "neighbours per query")->check(CLI::Range(1, 128))->capture_default_str();
+  tr_cmd->add_option("--packets", tr->sizes,
+                     "packet sizes, comma-separated (default 1,8,32 on the GPU: powers of two up to a warp; "
+                     "1,8,32,64 on the CPU)");
+  tr_cmd
+      ->add_option("--brute-queries", tr->brute_queries,
+                   "brute force on this many queries, its time scaled to all (0: all of them)")
+      ->capture_default_str();
+  tr_cmd
+      ->add_option("--neighbours", tr->neighbours,
+                   "radius search at the radius giving this many neighbours a query on average (0: skip)")
+      ->capture_default_str();
+  tr_cmd->add_flag("--crossover", tr->crossover,
+                   "also time brute force and the tree at n = 2^10 .. 2^22 (2^18 on the CPU), 20,000 queries: "
+                   "where knn's automatic route should switch");
+  tr_cmd->footer(
+      "Examples:\n  simkit bench tree --device gpu --csv tree-gpu.csv          # 10M points, 1M queries, d = 3 and 8\n"
+      "  simkit bench tree --device cpu --threads 2 --dims 3 --n 200000 --m 20000\n"
+      "  simkit bench tree --device gpu --dims 3 --crossover --brute-queries 100000\n"
+      "  python3 bench/peers/tree_peers.py --threads 2          # SciPy's cKDTree, the CPU peer\n");
+  tr_cmd->callback([tr] { bench::run_tree_suite(*tr); });
 }
 
 }  // namespace simkit::cli

@@ -62,6 +62,11 @@ struct Options {
   std::string plot;
   // nbody only (sizes = the direct sum's log2 N)
   std::string bh_sizes;  // Barnes-Hut's log2 N (CPU)
+  // tree only (cases = the dims, sizes = the packets, base = n, queries = m)
+  int64_t k = 16;
+  int64_t brute_queries = 0;  // 0: all
+  double neighbours = 32;     // the radius search's average; 0: none
+  bool crossover = false;
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp
@@ -74,6 +79,7 @@ void run_writes_suite(const Options& options);      // bench_writes.cpp
 void run_filters_suite(const Options& options);     // bench_filters.cpp
 void run_strategies_suite(const Options& options);  // bench_strategies.cpp
 void run_nbody_suite(const Options& options);       // bench_nbody.cpp
+void run_tree_suite(const Options& options);        // bench_tree.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {

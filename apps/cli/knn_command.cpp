@@ -81,8 +81,10 @@ void run_knn(const KnnOptions& o) {
 
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
-  const bool tree = method == KnnMethod::tree || (method == KnnMethod::automatic && ctx.device == Device::cpu &&
-                                                  tree_knn_is_faster(ctx, Q.rows(), X.rows(), X.cols(), metric));
+  // describe_device resolved ctx.device (cpu or gpu): the route knn took.
+  const bool tree = method == KnnMethod::tree ||
+                    (method == KnnMethod::automatic && (ctx.device == Device::cpu || o.k <= 128) &&
+                     tree_knn_is_faster(ctx, Q.rows(), X.rows(), X.cols(), metric));
   std::fprintf(stderr, "simkit knn: %s queries x %s base, d = %lld, k = %lld, %s, %s on %s: %s (read %s, write %s)\n",
                with_commas(Q.rows()).c_str(), with_commas(X.rows()).c_str(), (long long)X.cols(), (long long)o.k,
                to_string(metric), tree ? "tree" : "brute force", where.c_str(), format_duration(search_s).c_str(),
@@ -104,8 +106,9 @@ void add_knn_command(CLI::App& app) {
   sub->add_option("--distances", o->distances, "also write the metric values, m x k float32: .npy or .fvecs");
   sub->add_option("--method", o->method,
                   "auto, brute (every pair) or tree (a bounding-volume hierarchy walked by packets of queries: l2 / "
-                  "sqeuclidean, d <= 8, CPU; the same answer, far faster in low dimensions); auto takes the tree "
-                  "on the CPU for >= 256 queries and d <= 4 from 4,096 base rows, d <= 8 from 131,072")
+                  "sqeuclidean, d <= 8, k <= 128 on the GPU; the same answer, far faster in low dimensions); auto "
+                  "takes it for >= 256 queries where it was measured faster: on the CPU d <= 4 from 4,096 base "
+                  "rows, d <= 8 from 131,072; on the GPU d <= 5 from 1,024, d <= 8 from 4,194,304")
       ->check(CLI::IsMember({"auto", "brute", "tree"}))
       ->capture_default_str();
   sub->add_option("--truth", o->truth,

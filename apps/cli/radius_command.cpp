@@ -92,7 +92,7 @@ void add_radius_command(CLI::App& app) {
   add_run_options(sub, o->run);
   sub->footer(
       "Query i's neighbours are ids[offsets[i]:offsets[i+1]], sorted by distance, ties to the lower id; a query\n"
-      "with more than --max-neighbors keeps its nearest and is counted as capped. Runs on the CPU.\n"
+      "with more than --max-neighbors keeps its nearest and is counted as capped. Runs on the CPU or the GPU.\n"
       "Example:\n"
       "  simkit radius --base cloud.npy --queries probes.npy --radius 0.05 --offsets off.npy --ids ids.npy \\\n"
       "                --distances dist.npy --max-neighbors 64");

@@ -3,9 +3,10 @@
 //
 // Brute force streams the database in tiles and each query keeps only its current best k, so
 // memory stays bounded (by Context::gpu_memory_budget on the GPU) whatever the database size.
-// The tree (l2 and sqeuclidean, d <= 8, the CPU in this version) is a bounding-volume hierarchy
-// over the base in Morton order, walked by packets of Morton-neighbouring queries; it returns
-// exactly what brute force returns (the same float64 keys, the same tie rule).
+// The tree (l2 and sqeuclidean, d <= 8, both backends; simkit/tree.hpp) is a bounding-volume
+// hierarchy over the base in Morton order, walked by packets of Morton-neighbouring queries; it
+// returns exactly what brute force on the same backend returns (the same float64 keys, the same
+// tie rule).
 
 #include <cstdint>
 
@@ -19,7 +20,7 @@ namespace simkit {
 enum class KnnMethod {
   automatic,  // the tree where it was measured faster (tree_knn_is_faster), brute force elsewhere
   brute,      // every pair, through the fused product and selection kernels
-  tree,       // the bounding-volume hierarchy: l2 / sqeuclidean, d <= 8, CPU (else Error(unsupported))
+  tree,       // the bounding-volume hierarchy: l2 / sqeuclidean, d <= 8, k <= 128 on the GPU (else Error(unsupported))
 };
 
 struct KnnResult {
@@ -45,9 +46,9 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
 KnnResult knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
               KnnMethod method = KnnMethod::automatic);
 
-/// True where KnnMethod::automatic takes the tree when the call runs on the CPU: a metric and
-/// dimension it serves, and enough base rows to repay building it (the threshold is measured,
-/// and written beside its measurement in src/spatial/tree_knn.cpp). False for Device::gpu.
+/// True where KnnMethod::automatic takes the tree on ctx.device (cpu or gpu): a metric and
+/// dimension it serves, and enough queries and base rows to repay building it (the thresholds
+/// are measured per backend, and written beside their measurements in src/spatial/tree_knn.cpp).
 bool tree_knn_is_faster(const Context& ctx, int64_t m, int64_t n, int64_t d, Metric metric);
 
 }  // namespace simkit

@@ -5,7 +5,7 @@
 // ids[offsets[i] .. offsets[i + 1]) with their values beside them, sorted by (float64 value, id)
 // -- the order and the values knn() gives, so the first k of a query's neighbours are its k
 // nearest whenever it has k within r. Served by the low-dimensional tree of knn.hpp (l2 and
-// sqeuclidean, d <= 8, on the CPU in this version).
+// sqeuclidean, d <= 8) on the CPU or the GPU; the lists always come back to host memory.
 //
 //   simkit::RadiusResult r = simkit::radius_search(ctx, Q.view(), X.view(), 0.05);
 //   for (int64_t i = 0; i < Q.rows(); ++i)
@@ -31,10 +31,10 @@ struct RadiusResult {
 
 /// The rows of X (n x d) within `radius` of each row of Q (m x d): value <= radius in the
 /// metric's own units (l2: the distance; sqeuclidean: the squared distance), compared in float64.
-/// `max_neighbors` (0: no cap) bounds each query's list, keeping its nearest. Host inputs.
-/// Throws Error(invalid_argument) for empty sets, dimensions that differ, NaN/Inf, a negative or
-/// non-finite radius or a negative cap; Error(unsupported) for another metric, d > 8, or
-/// device memory.
+/// `max_neighbors` (0: no cap) bounds each query's list, keeping its nearest. Inputs in host or
+/// device memory. Throws Error(invalid_argument) for empty sets, dimensions that differ, NaN/Inf,
+/// a negative or non-finite radius or a negative cap; Error(unsupported) for another metric or
+/// d > 8.
 RadiusResult radius_search(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, double radius,
                            Metric metric = Metric::l2, int64_t max_neighbors = 0);
 

@@ -15,3 +15,4 @@
 #include <simkit/pairwise.hpp>
 #include <simkit/primitives.hpp>
 #include <simkit/radius.hpp>
+#include <simkit/tree.hpp>

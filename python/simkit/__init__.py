@@ -5,7 +5,7 @@ transforms, softened n-body gravity and parallel primitives on NVIDIA GPUs and C
     >>> X = np.random.default_rng(0).standard_normal((100000, 128), dtype=np.float32)
     >>> D, I = simkit.knn(X[:10], X, k=5)                  # exact, FAISS's shapes
     >>> P = np.random.default_rng(1).random((100000, 3), dtype=np.float32)
-    >>> r = simkit.radius_search(P[:10], P, 0.02)          # fixed radius, CSR (low d, CPU)
+    >>> r = simkit.radius_search(P[:10], P, 0.02)          # fixed radius, CSR (low d)
     >>> index = simkit.Index("ivf_flat,nlist=256", 128)    # approximate
     >>> index.train(X); index.add(X)
     >>> D, I = index.search(X[:10], 5, nprobe=16)

@@ -129,14 +129,14 @@ def knn(
     kernels). 'tree' builds a bounding-volume hierarchy over X in Morton order and walks it
     with packets of 32 Morton-neighbouring queries, pruning each query by its current k-th
     float64 distance; it is exact, the same ids and values as brute force, and serves 'l2' and
-    'sqeuclidean' with d <= 8 on the CPU (the build is part of each call). 'auto' (default)
-    takes the tree where it was measured faster (simkit's tree_knn_is_faster): on the CPU, for
-    'l2' / 'sqeuclidean', d <= 4 with n >= 4096 or d <= 8 with n >= 131072; brute force
-    elsewhere, and always on the GPU.
+    'sqeuclidean' with d <= 8 (k <= 128 on the GPU; the build is part of each call). 'auto'
+    (default) takes the tree where it was measured faster (simkit's tree_knn_is_faster), from
+    256 queries: on the CPU d <= 4 with n >= 4096 or d <= 8 with n >= 131072; on the GPU d <= 5
+    with n >= 1024 or d <= 8 with n >= 2**22; brute force elsewhere.
 
     Raises ValueError when k < 1 or k > n, for empty sets, mismatched dimensions, NaN/Inf, an
-    unknown metric or method; RuntimeError for method='tree' on the GPU, for another metric or
-    for d > 8.
+    unknown metric or method; RuntimeError for method='tree' with another metric, d > 8, or
+    k > 128 on the GPU.
 
     >>> import numpy as np, simkit
     >>> X = np.random.default_rng(0).standard_normal((10000, 128), dtype=np.float32)
@@ -211,12 +211,11 @@ def radius_search(
     distance 0 stay as explicit zeros).
 
     Served by the tree of `knn` (method='tree'): metrics 'l2' and 'sqeuclidean', d <= 8, on the
-    CPU, the tree over X built in each call. Q and X are read on the host (GPU arrays are copied
-    over once, other number types converted to float32); results are NumPy arrays.
+    CPU or the GPU, the tree over X built in each call. Q and X are read on the host (GPU arrays
+    are copied over once, other number types converted to float32); results are NumPy arrays.
 
     Raises ValueError for empty sets, mismatched dimensions, NaN/Inf, a negative or non-finite
-    radius, max_neighbors < 0, an unknown metric; RuntimeError for another metric, d > 8 or
-    device='gpu'.
+    radius, max_neighbors < 0, an unknown metric; RuntimeError for another metric or d > 8.
 
     >>> import numpy as np, simkit
     >>> X = np.array([[0, 0], [1, 0], [0, 2], [3, 3]], np.float32)

@@ -1,5 +1,6 @@
 #include <simkit/error.hpp>
 #include <simkit/knn.hpp>
+#include <simkit/tree.hpp>
 
 #include "core/backend.hpp"
 #include "core/expects.hpp"
@@ -8,8 +9,11 @@
 
 namespace simkit {
 
-void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
-         MatrixView<float> values, MatrixView<int64_t> ids, KnnMethod method) {
+namespace {
+
+/// knn's checks of its arguments and inputs; the backend the call runs on.
+const detail::Backend& checked_backend(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X,
+                                       int64_t k, MatrixView<float> values, MatrixView<int64_t> ids) {
   detail::check_points(Q, "queries");
   detail::check_points(X, "base");
   detail::check_same_dim(Q, X);
@@ -17,23 +21,28 @@ void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> 
   SIMKIT_EXPECTS(k <= X.rows, invalid_argument, "k = ", k, " exceeds the base size n = ", X.rows);
   detail::check_output_shape(values, Q.rows, k, "values");
   detail::check_output_shape(ids, Q.rows, k, "ids");
-  const detail::MetricPlan plan = detail::plan_metric(metric);
   // Host data is checked before the device is resolved, so bad input fails with its own
   // message alone (no "running on the CPU" notice ahead of it).
   detail::check_host_finite(ctx, {{Q, "queries"}, {X, "base"}});
   const detail::Backend& backend = detail::backend_for(ctx, {Q.where, X.where, values.where, ids.where});
   detail::check_device_finite(ctx, {{Q, "queries"}, {X, "base"}});
-  const bool on_cpu = backend.device() == Device::cpu;
-  if (method == KnnMethod::tree) {
-    const char* why = detail::tree_refusal(metric, X.cols);
-    SIMKIT_EXPECTS(*why == '\0', unsupported, "knn: ", why, " (use method brute)");
-    SIMKIT_EXPECTS(on_cpu, unsupported,
-                   "knn: the tree runs on the CPU in this version (use --device cpu, or "
-                   "method brute on the GPU)");
-  }
+  return backend;
+}
+
+}  // namespace
+
+void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
+         MatrixView<float> values, MatrixView<int64_t> ids, KnnMethod method) {
+  const detail::Backend& backend = checked_backend(ctx, Q, X, k, values, ids);
+  const detail::MetricPlan plan = detail::plan_metric(metric);
+  const Device device = backend.device();
+  const char* why = detail::tree_refusal(metric, X.cols, k, device);
+  if (method == KnnMethod::tree) SIMKIT_EXPECTS(*why == '\0', unsupported, "knn: ", why, " (use method brute)");
+  Context on = ctx;
+  on.device = device;
   if (method == KnnMethod::tree ||
-      (method == KnnMethod::automatic && on_cpu && tree_knn_is_faster(ctx, Q.rows, X.rows, X.cols, metric)))
-    detail::tree_knn(ctx, Q, X, k, plan, values, ids);
+      (method == KnnMethod::automatic && *why == '\0' && tree_knn_is_faster(on, Q.rows, X.rows, X.cols, metric)))
+    detail::tree_knn(ctx, device, Q, X, k, plan, values, ids, TreeOptions{});
   else
     backend.knn(ctx, detail::KnnArgs{Q, X, k, plan, values, ids});
 }
@@ -48,6 +57,14 @@ KnnResult knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const fl
   KnnResult r{Matrix<float>(Q.rows, k), Matrix<int64_t>(Q.rows, k)};
   knn(ctx, Q, X, k, metric, r.values.view(), r.ids.view(), method);
   return r;
+}
+
+TreeReport knn_tree(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
+                    MatrixView<float> values, MatrixView<int64_t> ids, const TreeOptions& options) {
+  const detail::Backend& backend = checked_backend(ctx, Q, X, k, values, ids);
+  const char* why = detail::tree_refusal(metric, X.cols, k, backend.device());
+  SIMKIT_EXPECTS(*why == '\0', unsupported, "knn_tree: ", why, " (use knn with method brute)");
+  return detail::tree_knn(ctx, backend.device(), Q, X, k, detail::plan_metric(metric), values, ids, options);
 }
 
 }  // namespace simkit

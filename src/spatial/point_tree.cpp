@@ -3,40 +3,25 @@
 #include "spatial/point_tree.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <utility>
 
 #include <simkit/primitives.hpp>
 
 #include "core/parallel.hpp"
+#include "spatial/morton_code.hpp"
 
 namespace simkit::detail::spatial {
 
 namespace {
 
-/// The Morton code of a row: `bits` bits per axis (from the top), axis 0 most significant at each
-/// level, each coordinate scaled into [0, 2^bits) across the box and clamped.
-int64_t morton_code(const float* row, int64_t d, const float* lo, const double* scale, int bits) {
-  uint64_t cell[kMaxDim];
-  const double top = std::ldexp(1.0, bits) - 1;
-  for (int64_t c = 0; c < d; ++c) cell[c] = uint64_t(std::clamp((double(row[c]) - double(lo[c])) * scale[c], 0.0, top));
-  uint64_t code = 0;
-  for (int b = bits - 1; b >= 0; --b)
-    for (int64_t c = 0; c < d; ++c) code = code << 1 | ((cell[c] >> b) & 1u);
-  return int64_t(code);
-}
-
 /// Rows of P sorted by their codes in the box [lo, hi]; ties keep row order (a stable sort).
 MortonOrder sorted_by_code(const Context& ctx, MatrixView<const float> P, const std::vector<float>& lo,
                            const std::vector<float>& hi) {
   const int64_t m = P.rows, d = P.cols;
-  const int bits = int(std::min<int64_t>(63 / d, 31));
+  const int bits = morton_bits(d);
   double scale[kMaxDim];
-  for (int64_t c = 0; c < d; ++c) {
-    const double extent = double(hi[size_t(c)]) - double(lo[size_t(c)]);
-    scale[c] = extent > 0 ? std::ldexp(1.0, bits) / extent : 0.0;
-  }
+  for (int64_t c = 0; c < d; ++c) scale[c] = morton_scale(lo[size_t(c)], hi[size_t(c)], bits);
   std::vector<int64_t> codes(static_cast<size_t>(m)), order(static_cast<size_t>(m));
   const int threads = cpu_threads(ctx);
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -65,18 +50,27 @@ PointTree build_point_tree(const Context& ctx, MatrixView<const float> X, int64_
     }
   MortonOrder sorted = sorted_by_code(ctx, X, t.box_lo, t.box_hi);
   t.ids = std::move(sorted.order), t.codes = std::move(sorted.codes);
-  t.rows.resize(size_t(n * d));
-  for (int64_t p = 0; p < n; ++p) std::copy_n(X.data + t.ids[size_t(p)] * d, d, t.rows.data() + p * d);
   t.leaves = (n + leaf_size - 1) / leaf_size;
   while (t.first_leaf < t.leaves) t.first_leaf *= 2;
+  t.rows.resize(size_t(n * d));
   t.lo.assign(size_t(2 * t.first_leaf * d), std::numeric_limits<float>::infinity());
   t.hi.assign(size_t(2 * t.first_leaf * d), -std::numeric_limits<float>::infinity());
+  t.soa_stride = (leaf_size + 7) / 8 * 8;
+  t.leaf_soa.assign(size_t(t.leaves * d * t.soa_stride), std::numeric_limits<float>::quiet_NaN());
+  // Leaf by leaf on ctx's threads: the gather of the rows into Morton order misses the cache on
+  // nearly every row, the slowest sweep of the build after the sort.
+  const int threads = cpu_threads(ctx);
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t j = 0; j < t.leaves; ++j) {
     float* lo = t.lo.data() + (t.first_leaf + j) * d;
     float* hi = t.hi.data() + (t.first_leaf + j) * d;
+    float* soa = t.leaf_soa.data() + j * d * t.soa_stride;
     for (int64_t p = t.leaf_first(j); p < t.leaf_last(j); ++p)
-      for (int64_t c = 0; c < d; ++c)
-        lo[c] = std::min(lo[c], t.rows[size_t(p * d + c)]), hi[c] = std::max(hi[c], t.rows[size_t(p * d + c)]);
+      for (int64_t c = 0; c < d; ++c) {
+        const float v = X.data[t.ids[size_t(p)] * d + c];
+        t.rows[size_t(p * d + c)] = v, soa[c * t.soa_stride + p - t.leaf_first(j)] = v;
+        lo[c] = std::min(lo[c], v), hi[c] = std::max(hi[c], v);
+      }
   }
   for (int64_t v = t.first_leaf - 1; v >= 1; --v)
     for (int64_t c = 0; c < d; ++c) {

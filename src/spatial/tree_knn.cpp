@@ -6,44 +6,91 @@
 #include <simkit/error.hpp>
 #include <simkit/knn.hpp>
 #include <simkit/radius.hpp>
+#include <simkit/tree.hpp>
 
+#include <chrono>
 #include <cmath>
 
 #include "core/backend.hpp"
 #include "core/expects.hpp"
 #include "core/validate.hpp"
+#include "spatial/gpu_tree.hpp"
 #include "spatial/tree_search.hpp"
 
 namespace simkit {
 
 namespace detail {
 
-namespace {
-
-/// Rows per leaf. Measured against SciPy's cKDTree (bench/peers/tree_peers.py, 200,000 uniform
-/// rows, 20,000 queries, k = 16, 2 threads, queries/s relative to cKDTree's, d = 3 / d = 8):
-/// leaves of 8: 0.73 / 0.52; 16: 0.83 / 0.62; 32: 0.89 / 0.79; 64: 0.88 / 0.77 (packets of 32,
-/// and of 16 within 0.02 of it).
-constexpr int64_t kLeafSize = 32;
-
-}  // namespace
-
-const char* tree_refusal(Metric metric, int64_t d) {
+const char* tree_refusal(Metric metric, int64_t d, int64_t k, Device device) {
   if (metric != Metric::l2 && metric != Metric::sqeuclidean) return "the tree serves l2 and sqeuclidean";
   if (d > spatial::kMaxDim) return "the tree serves d <= 8";
+  if (device == Device::gpu && k > spatial::gpu::kMaxK) return "the GPU tree serves k <= 128";
   return "";
 }
 
-void tree_knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k,
-              const MetricPlan& plan, MatrixView<float> values, MatrixView<int64_t> ids) {
-  const spatial::PointTree tree = spatial::build_point_tree(ctx, X, kLeafSize);
-  spatial::cpu::tree_knn(ctx, tree, Q, k, plan, values.data, ids.data);
+namespace {
+
+/// The packet size the options ask for, checked against what `device` takes.
+int64_t packet_of(const TreeOptions& o, Device device) {
+  const int64_t p = o.packet != 0 ? o.packet : device == Device::gpu ? spatial::gpu::kPacket : spatial::cpu::kPacket;
+  if (device == Device::gpu)
+    SIMKIT_EXPECTS(p >= 1 && p <= 32 && (p & (p - 1)) == 0, invalid_argument,
+                   "tree packet on the GPU: a power of two from 1 to 32 (lanes of a warp), got ", p);
+  else
+    SIMKIT_EXPECTS(p >= 1 && p <= 64, invalid_argument, "tree packet on the CPU: 1 to 64 queries, got ", p);
+  return p;
+}
+
+TreeReport report_of(const spatial::gpu::WalkReport& w) {
+  TreeReport r;
+  r.packets = w.packets, r.node_visits = w.node_visits, r.leaf_visits = w.leaf_visits;
+  r.leaf_lanes = w.leaf_lanes, r.pairs = w.pairs;
+  r.build_seconds = w.build_ms / 1e3, r.search_seconds = w.search_ms / 1e3;
+  return r;
+}
+
+TreeReport report_of(const spatial::cpu::TreeSearchStats& s, double build, double search) {
+  TreeReport r;
+  r.packets = s.packets, r.node_visits = s.node_visits, r.pairs = s.pairs;
+  r.build_seconds = build, r.search_seconds = search;
+  return r;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+TreeReport tree_knn(const Context& ctx, Device device, MatrixView<const float> Q, MatrixView<const float> X, int64_t k,
+                    const MetricPlan& plan, MatrixView<float> values, MatrixView<int64_t> ids,
+                    const TreeOptions& options) {
+  const int64_t packet = packet_of(options, device);
+  if (device == Device::gpu) return report_of(spatial::gpu::tree_knn(ctx, Q, X, k, plan, values, ids, int(packet)));
+  const auto start = std::chrono::steady_clock::now();
+  const spatial::PointTree tree = spatial::build_point_tree(ctx, X, spatial::kLeafSize);
+  const double build = seconds_since(start);
+  const auto walk = std::chrono::steady_clock::now();
+  const spatial::cpu::TreeSearchStats s = spatial::cpu::tree_knn(ctx, tree, Q, k, plan, values.data, ids.data, packet);
+  return report_of(s, build, seconds_since(walk));
 }
 
 }  // namespace detail
 
 bool tree_knn_is_faster(const Context& ctx, int64_t m, int64_t n, int64_t d, Metric metric) {
-  if (*detail::tree_refusal(metric, d) != '\0' || ctx.device == Device::gpu) return false;
+  if (*detail::tree_refusal(metric, d) != '\0') return false;
+  // Few queries do not repay the build on either backend (a fixed cost of a launch sequence on
+  // the GPU, ~0.4 us a base row on the CPU).
+  if (m < 256) return false;
+  if (ctx.device == Device::gpu) {
+    // Where brute force and the tree cross on the GPU (H100, bench tree --crossover, uniform
+    // points, 20,000 queries, k = 16, device-resident, 2026-11-26; brute / tree time): d = 3:
+    // 2.0 at n = 1,024, 1.8 at 4,096, 8.0 at 262,144, 59 at 4,194,304; d = 5: 1.7, 1.1, 1.0 at
+    // 16,384, 2.4 at 262,144, 13.5 at 4,194,304; d = 8: 1.4 at 1,024, then 0.3 - 0.9 from 4,096
+    // to 1,048,576, 1.8 at 4,194,304 (and 30 at 10,000,000 rows with 1,000,000 queries, where
+    // the walk fills the GPU). Dimensions 6 and 7 are taken as 8 until measured.
+    return d <= 5 ? n >= 1024 : n >= (int64_t(1) << 22);
+  }
   // Where brute force and the tree cross on the CPU (2 threads, uniform points, k = 8 .. 16,
   // knn(method = brute) against knn(method = tree), 2026-11-26, first measurements on a busy
   // machine). d = 3, 2,000 queries: brute / tree 0.86 at n = 512, 1.33 at 2,048, 4.5 at 8,192,
@@ -51,12 +98,11 @@ bool tree_knn_is_faster(const Context& ctx, int64_t m, int64_t n, int64_t d, Met
   // are taken as 8 until measured). Few queries do not repay the build (~0.4 us a base row
   // against ~3 ns a brute-force pair): d = 3, 100 queries, 20,000 rows: tree 7 ms, brute 31;
   // 200,000 rows: tree 77 ms, brute 65; 1,000 queries there: 122 against 597.
-  if (m < 256) return false;
   return d <= 4 ? n >= 4096 : n >= 131072;
 }
 
 RadiusResult radius_search(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, double radius,
-                           Metric metric, int64_t max_neighbors) {
+                           Metric metric, int64_t max_neighbors, const TreeOptions& options, TreeReport* report) {
   detail::check_points(Q, "queries");
   detail::check_points(X, "base");
   detail::check_same_dim(Q, X);
@@ -65,11 +111,29 @@ RadiusResult radius_search(const Context& ctx, MatrixView<const float> Q, Matrix
   SIMKIT_EXPECTS(max_neighbors >= 0, invalid_argument, "max_neighbors must be >= 0 (0: no cap), got ", max_neighbors);
   const char* why = detail::tree_refusal(metric, X.cols);
   SIMKIT_EXPECTS(*why == '\0', unsupported, "radius_search: ", why);
-  SIMKIT_EXPECTS(Q.where == Memory::host && X.where == Memory::host, unsupported,
-                 "radius_search takes host arrays in this version (the tree runs on the CPU)");
   detail::check_host_finite(ctx, {{Q, "queries"}, {X, "base"}});
-  const detail::spatial::PointTree tree = detail::spatial::build_point_tree(ctx, X, detail::kLeafSize);
-  return detail::spatial::cpu::tree_radius(ctx, tree, Q, radius, detail::plan_metric(metric), max_neighbors);
+  const Device device = detail::backend_for(ctx, {Q.where, X.where}).device();
+  detail::check_device_finite(ctx, {{Q, "queries"}, {X, "base"}});
+  const int64_t packet = detail::packet_of(options, device);
+  const detail::MetricPlan plan = detail::plan_metric(metric);
+  if (device == Device::gpu) {
+    detail::spatial::gpu::WalkReport w;
+    RadiusResult r = detail::spatial::gpu::tree_radius(ctx, Q, X, radius, plan, max_neighbors, int(packet), &w);
+    if (report) *report = detail::report_of(w);
+    return r;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const detail::spatial::PointTree tree = detail::spatial::build_point_tree(ctx, X, detail::spatial::kLeafSize);
+  const double build = detail::seconds_since(start);
+  const auto walk = std::chrono::steady_clock::now();
+  RadiusResult r = detail::spatial::cpu::tree_radius(ctx, tree, Q, radius, plan, max_neighbors, packet);
+  if (report) *report = detail::report_of(detail::spatial::cpu::TreeSearchStats{}, build, detail::seconds_since(walk));
+  return r;
+}
+
+RadiusResult radius_search(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, double radius,
+                           Metric metric, int64_t max_neighbors) {
+  return radius_search(ctx, Q, X, radius, metric, max_neighbors, TreeOptions{});
 }
 
 }  // namespace simkit

@@ -9,8 +9,8 @@
 #include <simkit/error.hpp>
 
 #include "cuda/check.hpp"
-#include "cuda/primitives/cub_routes.hpp"
-#include "cuda/primitives/prim_launch.hpp"
+#include "cuda/ordered_float.cuh"
+#include "cuda/primitives/sort_codes.hpp"
 #include "nbody/cuda/radix_tree.hpp"
 #include "nbody/morton.hpp"
 
@@ -26,13 +26,6 @@ int grid(int64_t work, int multiprocessors) {
 }
 
 int blocks_for(int64_t work) { return int((work + kBlock - 1) / kBlock); }
-
-// Floats as ints whose signed order is the floats' order, for atomicMin / atomicMax.
-__device__ __forceinline__ int ordered(float f) {
-  const int i = __float_as_int(f);
-  return i >= 0 ? i : i ^ 0x7fffffff;
-}
-__device__ __forceinline__ float unordered(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
 
 __global__ void bounds_init_kernel(int* box) {
   if (threadIdx.x < 3) box[threadIdx.x] = INT_MAX, box[3 + threadIdx.x] = INT_MIN;
@@ -194,27 +187,13 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-size_t sort_bytes(int64_t n) {
-  return cub_route::serves_sort(Dtype::i64, 4) ? cub_route::sort_bytes(Dtype::i64, 4, Order::ascending, n)
-                                               : sort_scratch_bytes(Dtype::i64, 4, n);
-}
-
-void sort_codes(int64_t* codes, int* index, int64_t n, Carver& carve, cudaStream_t s) {
-  const size_t bytes = sort_bytes(n);
-  void* work = carve.take<unsigned char>(bytes);
-  if (cub_route::serves_sort(Dtype::i64, 4))
-    cub_route::sort(Dtype::i64, 4, Order::ascending, codes, index, n, work, bytes, s);
-  else
-    launch_sort(Dtype::i64, 4, Order::ascending, codes, index, n, work, s);
-}
-
 }  // namespace
 
 size_t radix_tree_bytes(int64_t n) {
   const size_t inner = size_t(n > 1 ? n - 1 : 1);
   return Carver::round(64) + Carver::round(size_t(n) * 8) + Carver::round(size_t(n) * 4) * 2 +
          Carver::round(size_t(n) * 16) + Carver::round(inner * 16) * 4 + Carver::round(inner * 4) * 3 +
-         Carver::round(sort_bytes(n));
+         Carver::round(sort_codes_bytes(n));
 }
 
 RadixTree build_radix_tree(const float* sources, int64_t n, double theta, Carver& carve, int multiprocessors,
@@ -271,7 +250,7 @@ Groups make_groups(const int4* links, int64_t count, Carver& carve, cudaStream_t
 size_t sorted_targets_bytes(int64_t m) {
   const size_t inner = size_t(m > 1 ? m - 1 : 1);
   return Carver::round(size_t(m) * 8) + Carver::round(size_t(m) * 16) + Carver::round(size_t(m) * 4) * 2 +
-         Carver::round(inner * 16) + Carver::round(inner * 4) + Carver::round(sort_bytes(m)) + groups_bytes(m);
+         Carver::round(inner * 16) + Carver::round(inner * 4) + Carver::round(sort_codes_bytes(m)) + groups_bytes(m);
 }
 
 SortedTargets sort_targets(const RadixTree& tree, const float* targets, int64_t m, int64_t stride, Carver& carve,
