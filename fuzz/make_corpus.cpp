@@ -87,6 +87,8 @@ void index_corpus(const fs::path& scratch) {
       {"lsh_cosine", "lsh,tables=2,bits=2", 4, 10, simkit::Metric::cosine, true, false},
       {"lsh_l2_probes", "lsh,tables=3,bits=3,probes=2,seed=7", 3, 9, simkit::Metric::l2, true, true},
       {"lsh_l1_width", "lsh,tables=1,bits=2,width=0.5", 2, 6, simkit::Metric::l1, true, false},
+      {"tree_l2", "tree", 3, 10, simkit::Metric::l2, false, false},
+      {"tree_sqeuclidean_removed", "tree", 8, 9, simkit::Metric::sqeuclidean, false, true},
   };
   for (const Case& c : cases) {
     auto index = simkit::make_index(c.description, c.dim, c.metric);

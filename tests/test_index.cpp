@@ -1,8 +1,9 @@
 // The Index contract (include/simkit/index.hpp), over every index type on both backends: empty
 // and short results padded, flat equal to knn bit for bit, ivf_flat with nprobe = nlist (and
 // ivf_pq with every list probed and every candidate re-ranked) equal to flat bit for bit on every
-// metric (random, integer and real data), recall rising with nprobe,
-// removed ids never returned, allow-lists met exactly (the float64 reference over the allowed
+// metric (random, integer and real data), the tree equal to knn bit for bit on the metrics and
+// dimensions it serves (searched through its tree and through its brute-force tail), recall rising
+// with nprobe, removed ids never returned, allow-lists met exactly (the float64 reference over the allowed
 // ids alone, any density, after remove too), save/load round trips, every damaged file refused,
 // bad input refused with nothing changed, concurrent searches.
 
@@ -46,15 +47,25 @@ namespace {
 constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
                                Metric::dot, Metric::pearson,     Metric::l1};
 
-/// The test's index kinds, each with a description that a small set can train.
+/// The test's index kinds, each with a description that a small set can train. The tree serves
+/// l2 and sqeuclidean in d <= 8 alone: its instances run every test in their own dimension with
+/// the metrics it serves (dim() and served() below). A tree index keeps up to 1,024 added rows
+/// in a brute-force tail beside its tree (index/tree/tree_index.cpp), so most of these tests'
+/// indexes would be tail alone: the instances marked `reload` are saved and loaded back once
+/// built, which puts every row in the tree; tree_d2 keeps what its adds make of them.
 struct Kind {
   const char* name;
   const char* description;
+  int64_t dim = 0;      // every test's data in this dimension; 0: the test's own
+  bool reload = false;  // built, then saved and loaded back
 };
 constexpr Kind kKinds[] = {{"flat", "flat"},
                            {"ivf_flat", "ivf_flat,nlist=16,iterations=10"},
                            {"ivf_pq", "ivf_pq,nlist=16,iterations=10,refine=4"},
-                           {"lsh", "lsh,tables=8,bits=3,probes=8"}};
+                           {"lsh", "lsh,tables=8,bits=3,probes=8"},
+                           {"tree_d3", "tree", 3, true},
+                           {"tree_d8", "tree", 8, true},
+                           {"tree_d2", "tree", 2, false}};
 
 using Param = std::tuple<Backend, int>;  // backend, index of kKinds
 
@@ -64,11 +75,34 @@ class IndexContract : public ::testing::TestWithParam<Param> {
   const Kind& kind() const { return kKinds[std::get<1>(GetParam())]; }
   Context context() const { return context_for(backend()); }
 
+  /// The index type (the description's first word).
+  std::string type() const {
+    const std::string d = kind().description;
+    return d.substr(0, d.find(','));
+  }
+  /// A test's data dimension `d`, or the kind's own.
+  int64_t dim(int64_t d) const { return kind().dim > 0 ? kind().dim : d; }
+  /// The metrics of `wanted` this kind serves; the tree, where `wanted` has neither of its two, l2.
+  std::vector<Metric> served(std::vector<Metric> wanted) const {
+    if (type() != "tree") return wanted;
+    std::erase_if(wanted, [](Metric m) { return m != Metric::l2 && m != Metric::sqeuclidean; });
+    if (wanted.empty()) wanted.push_back(Metric::l2);
+    return wanted;
+  }
+  std::vector<Metric> every_metric() const { return served({std::begin(kMetrics), std::end(kMetrics)}); }
+
   /// An index of this kind over X (trained on X when it needs training).
   std::unique_ptr<Index> build(const Matrix<float>& X, Metric metric, std::vector<int64_t> ids = {}) const {
     auto index = make_index(kind().description, X.cols(), metric);
     index->train(context(), X.view());
     index->add(context(), X.view(), ids);
+    if (kind().reload) {
+      const std::string path =
+          std::filesystem::temp_directory_path() / ("simkit-index-reload-" + std::to_string(::getpid()) + ".simkit");
+      index->save(path);
+      index = load_index(path);
+      std::filesystem::remove(path);
+    }
     return index;
   }
 };
@@ -99,11 +133,11 @@ std::vector<int64_t> first_ids(int64_t n) {
 
 TEST_P(IndexContract, EmptyIndexPadsEveryRow) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  for (Metric metric : {Metric::l2, Metric::cosine}) {
-    auto index = make_index(kind().description, 5, metric);
-    if (!index->is_trained()) index->train(context(), random_matrix(40, 5, 1).view());
+  for (Metric metric : served({Metric::l2, Metric::cosine})) {
+    auto index = make_index(kind().description, dim(5), metric);
+    if (!index->is_trained()) index->train(context(), random_matrix(40, dim(5), 1).view());
     EXPECT_EQ(index->size(), 0);
-    const IndexSearchResult r = index->search(context(), random_matrix(3, 5, 2).view(), 4);
+    const IndexSearchResult r = index->search(context(), random_matrix(3, dim(5), 2).view(), 4);
     for (int64_t e = 0; e < r.ids.size(); ++e) {
       EXPECT_EQ(r.ids.data()[e], -1);
       EXPECT_EQ(r.values.data()[e], larger_is_better(metric) ? -INFINITY : INFINITY);
@@ -113,8 +147,8 @@ TEST_P(IndexContract, EmptyIndexPadsEveryRow) {
 
 TEST_P(IndexContract, KBeyondSizeIsPadded) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  const Matrix<float> X = random_matrix(40, 6, 3), Q = random_matrix(5, 6, 4);
-  for (Metric metric : kMetrics) {
+  const Matrix<float> X = random_matrix(40, dim(6), 3), Q = random_matrix(5, dim(6), 4);
+  for (Metric metric : every_metric()) {
     auto index = build(X, metric);
     ASSERT_TRUE(index->remove(std::vector<int64_t>(/*first 33 ids*/ [] {
       std::vector<int64_t> v(33);
@@ -143,8 +177,8 @@ TEST_P(IndexContract, KBeyondSizeIsPadded) {
 TEST_P(IndexContract, AllListsEqualKnnOnEveryMetric) {
   SIMKIT_REQUIRE_BACKEND(backend());
   const uint64_t seed = test_seed();
-  const int64_t n = 1037, d = 37, m = 53, k = 7;
-  for (Metric metric : kMetrics) {
+  const int64_t n = 1037, d = dim(37), m = 53, k = 7;
+  for (Metric metric : every_metric()) {
     const Matrix<float> X = inputs_for(metric, n, d, seed), Q = inputs_for(metric, m, d, seed + 9);
     const std::string label = std::string(kind().name) + " " + to_string(metric) + " seed " + std::to_string(seed);
     const KnnResult truth = knn(context(), Q.view(), X.view(), k, metric);
@@ -166,8 +200,8 @@ TEST_P(IndexContract, AllListsEqualKnnOnEveryMetric) {
 // Whole numbers tie exactly (as in the digits data): ties must go to the lower id in both kinds.
 TEST_P(IndexContract, IntegerTiesGoToTheLowerId) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  const Matrix<float> X = integer_matrix(600, 8, 3, 5), Q = integer_matrix(20, 8, 3, 6);
-  for (Metric metric : {Metric::sqeuclidean, Metric::l1, Metric::dot}) {
+  const Matrix<float> X = integer_matrix(600, dim(8), 3, 5), Q = integer_matrix(20, dim(8), 3, 6);
+  for (Metric metric : served({Metric::sqeuclidean, Metric::l1, Metric::dot})) {
     const std::vector<int64_t> ids = scattered_ids(X.rows(), 7);
     const auto index = build(X, metric, ids);
     const IndexSearchResult r = index->search(context(), Q.view(), 12, *all_lists(*index));
@@ -188,9 +222,9 @@ TEST_P(IndexContract, IntegerTiesGoToTheLowerId) {
 
 TEST_P(IndexContract, RemovedIdsAreNeverReturned) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  const Matrix<float> X = clustered(900, 12, 20, 0.1, 11), Q = random_matrix(30, 12, 12);
+  const Matrix<float> X = clustered(900, dim(12), 20, 0.1, 11), Q = random_matrix(30, dim(12), 12);
   const std::vector<int64_t> ids = scattered_ids(X.rows(), 13);
-  for (Metric metric : {Metric::l2, Metric::cosine}) {
+  for (Metric metric : served({Metric::l2, Metric::cosine})) {
     auto index = build(X, metric, ids);
     std::vector<int64_t> gone, kept_rows;
     for (int64_t i = 0; i < X.rows(); ++i) (i % 3 == 0 ? gone.push_back(ids[size_t(i)]) : kept_rows.push_back(i));
@@ -221,8 +255,8 @@ TEST_P(IndexContract, RemovedIdsAreNeverReturned) {
 TEST_P(IndexContract, AllowListIsExactOverTheAllowedIds) {
   SIMKIT_REQUIRE_BACKEND(backend());
   const uint64_t seed = test_seed();
-  const int64_t n = 1037, d = 37, m = 13, k = 10;
-  for (Metric metric : kMetrics) {
+  const int64_t n = 1037, d = dim(37), m = 13, k = 10;
+  for (Metric metric : every_metric()) {
     const Matrix<float> X = inputs_for(metric, n, d, seed), Q = inputs_for(metric, m, d, seed + 9);
     const std::vector<int64_t> ids = scattered_ids(n, seed);
     auto index = build(X, metric, ids);
@@ -254,8 +288,8 @@ TEST_P(IndexContract, AllowListIsExactOverTheAllowedIds) {
 
 TEST_P(IndexContract, AllowListShorterThanKIsPadded) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  const Matrix<float> X = random_matrix(40, 6, 101), Q = random_matrix(4, 6, 102);
-  for (Metric metric : {Metric::l2, Metric::dot}) {
+  const Matrix<float> X = random_matrix(40, dim(6), 101), Q = random_matrix(4, dim(6), 102);
+  for (Metric metric : served({Metric::l2, Metric::dot})) {
     auto index = build(X, metric);  // ids 0 .. 39
     const std::vector<int64_t> allowed = {-2, 3, 17, 39, 40, 1000};
     const IndexSearchResult r = index->search(context(), Q.view(), 8, *allowing(*index, allowed));
@@ -268,7 +302,7 @@ TEST_P(IndexContract, AllowListShorterThanKIsPadded) {
 
 TEST_P(IndexContract, AllowListMustAscendWithoutRepeats) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  const Matrix<float> X = random_matrix(40, 6, 111);
+  const Matrix<float> X = random_matrix(40, dim(6), 111);
   auto index = build(X, Metric::l2);
   for (const std::vector<int64_t>& bad : {std::vector<int64_t>{9, 3}, std::vector<int64_t>{1, 3, 3, 8}})
     expect_error([&] { index->search(context(), X.view(), 3, *allowing(*index, bad)); }, ErrorCode::invalid_argument,
@@ -283,7 +317,7 @@ TEST_P(IndexContract, AllowListMustAscendWithoutRepeats) {
 // make_search_params names a knob the type does not read.
 TEST_P(IndexContract, SearchParamsOfAnotherTypeAreRefused) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  const Matrix<float> X = random_matrix(300, 8, 5);
+  const Matrix<float> X = random_matrix(300, dim(8), 5);
   auto index = build(X, Metric::l2);
   const std::string type = index->type();
   const std::unique_ptr<SearchParams> own = make_search_params(*index, SearchKnobs{});
@@ -307,7 +341,8 @@ TEST_P(IndexContract, SearchParamsOfAnotherTypeAreRefused) {
   };
   if (type != "ivf_pq") refused(SearchKnobs{0, 4, 0}, "refine applies to ivf_pq");
   if (type != "lsh") refused(SearchKnobs{0, 0, 2}, "probes applies to lsh");
-  if (type == "flat" || type == "lsh") refused(SearchKnobs{8, 0, 0}, "nprobe applies to ivf_flat and ivf_pq");
+  if (type == "flat" || type == "lsh" || type == "tree")
+    refused(SearchKnobs{8, 0, 0}, "nprobe applies to ivf_flat and ivf_pq");
 }
 
 // remove() compacts the rows (and the lists): the allow-list must still meet the right rows, and
@@ -315,9 +350,9 @@ TEST_P(IndexContract, SearchParamsOfAnotherTypeAreRefused) {
 TEST_P(IndexContract, AllowListAfterRemove) {
   SIMKIT_REQUIRE_BACKEND(backend());
   const uint64_t seed = test_seed();
-  const Matrix<float> X = random_matrix(1037, 37, seed + 21), Q = random_matrix(13, 37, seed + 22);
+  const Matrix<float> X = random_matrix(1037, dim(37), seed + 21), Q = random_matrix(13, dim(37), seed + 22);
   const std::vector<int64_t> ids = scattered_ids(X.rows(), seed + 23);
-  for (Metric metric : {Metric::sqeuclidean, Metric::cosine, Metric::l1}) {
+  for (Metric metric : served({Metric::sqeuclidean, Metric::cosine, Metric::l1})) {
     auto index = build(X, metric, ids);
     std::vector<int64_t> gone;
     for (size_t i = 0; i < ids.size(); i += 3) gone.push_back(ids[i]);
@@ -353,15 +388,15 @@ class TempDir {
 TEST_P(IndexContract, SaveLoadRoundTripAndAddAfterLoad) {
   SIMKIT_REQUIRE_BACKEND(backend());
   const TempDir dir;
-  const Matrix<float> X = clustered(700, 10, 12, 0.2, 21), Q = random_matrix(40, 10, 22);
-  const Matrix<float> more = random_matrix(50, 10, 23);
-  for (Metric metric : {Metric::sqeuclidean, Metric::pearson}) {
+  const Matrix<float> X = clustered(700, dim(10), 12, 0.2, 21), Q = random_matrix(40, dim(10), 22);
+  const Matrix<float> more = random_matrix(50, dim(10), 23);
+  for (Metric metric : served({Metric::sqeuclidean, Metric::pearson})) {
     auto index = build(X, metric, scattered_ids(X.rows(), 24));
     index->remove(std::vector<int64_t>{scattered_ids(X.rows(), 24)[5]});
     const std::string path = dir.file(std::string(kind().name) + to_string(metric) + ".simkit");
     index->save(path);
     auto loaded = load_index(path);
-    EXPECT_EQ(loaded->type(), kind().name);
+    EXPECT_EQ(loaded->type(), type());
     EXPECT_EQ(loaded->description(), index->description());
     EXPECT_EQ(loaded->metric(), metric);
     EXPECT_EQ(loaded->size(), index->size());
@@ -383,7 +418,7 @@ TEST_P(IndexContract, SaveLoadRoundTripAndAddAfterLoad) {
 TEST_P(IndexContract, EveryDamagedFileIsRefused) {
   SIMKIT_REQUIRE_BACKEND(backend());
   const TempDir dir;
-  auto index = build(random_matrix(60, 4, 31), Metric::l2);
+  auto index = build(random_matrix(60, dim(4), 31), Metric::l2);
   const std::string path = dir.file("good.simkit");
   index->save(path);
   std::ifstream in(path, std::ios::binary);
@@ -438,27 +473,27 @@ TEST(IndexFileContents, ContradictionsAreRefused) {
 
 TEST_P(IndexContract, BadInputIsRefusedAndChangesNothing) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  const Matrix<float> X = random_matrix(64, 6, 41);
+  const Matrix<float> X = random_matrix(64, dim(6), 41);
   auto index = build(X, Metric::l2);
   const IndexSearchResult before = index->search(context(), X.view(), 3);
-  Matrix<float> nan_rows = random_matrix(4, 6, 42);
+  Matrix<float> nan_rows = random_matrix(4, dim(6), 42);
   nan_rows(2, 3) = NAN;
   expect_error([&] { index->add(context(), nan_rows.view()); }, ErrorCode::invalid_argument, "NaN");
   expect_error([&] { index->add(context(), random_matrix(4, 5, 43).view()); }, ErrorCode::invalid_argument,
                "dimension 5");
   expect_error(
       [&] {
-        index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{7, 100});
+        index->add(context(), random_matrix(2, dim(6), 44).view(), std::vector<int64_t>{7, 100});
       },
       ErrorCode::invalid_argument, "id 7 is already in the index");
   expect_error(
       [&] {
-        index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{500, 500});
+        index->add(context(), random_matrix(2, dim(6), 44).view(), std::vector<int64_t>{500, 500});
       },
       ErrorCode::invalid_argument, "more than once");
-  expect_error([&] { index->add(context(), random_matrix(2, 6, 44).view(), std::vector<int64_t>{500}); },
+  expect_error([&] { index->add(context(), random_matrix(2, dim(6), 44).view(), std::vector<int64_t>{500}); },
                ErrorCode::invalid_argument, "1 ids for 2 vectors");
-  expect_error([&] { index->add(context(), random_matrix(1, 6, 44).view(), std::vector<int64_t>{-3}); },
+  expect_error([&] { index->add(context(), random_matrix(1, dim(6), 44).view(), std::vector<int64_t>{-3}); },
                ErrorCode::invalid_argument, ">= 0");
   expect_error([&] { index->add(context(), MatrixView<const float>{}); }, ErrorCode::invalid_argument, "no vectors");
   expect_error([&] { index->search(context(), X.view(), 0); }, ErrorCode::invalid_argument, "k must be at least 1");
@@ -472,8 +507,8 @@ TEST_P(IndexContract, BadInputIsRefusedAndChangesNothing) {
 
 TEST_P(IndexContract, ConcurrentSearchesAgree) {
   SIMKIT_REQUIRE_BACKEND(backend());
-  const Matrix<float> X = clustered(2000, 16, 30, 0.1, 51), Q = random_matrix(64, 16, 52);
-  auto index = build(X, Metric::cosine);
+  const Matrix<float> X = clustered(2000, dim(16), 30, 0.1, 51), Q = random_matrix(64, dim(16), 52);
+  auto index = build(X, served({Metric::cosine}).front());
   Context ctx = context();
   ctx.threads = 1;
   const IndexSearchResult want = index->search(ctx, Q.view(), 10);
@@ -563,15 +598,20 @@ TEST(IndexFactory, DescriptionsParseOrAreRefused) {
   expect_error([] { make_index("ivf_flat,nlist", 3, Metric::l2); }, ErrorCode::invalid_argument, "key=value");
   expect_error([] { make_index("flat,nlist=3", 3, Metric::l2); }, ErrorCode::invalid_argument, "no parameters");
   expect_error([] { make_index("flat", 0, Metric::l2); }, ErrorCode::invalid_argument, "dimension");
+  EXPECT_EQ(make_index("tree", 3, Metric::l2)->description(), "tree");
+  expect_error([] { make_index("tree,leaf=8", 3, Metric::l2); }, ErrorCode::invalid_argument, "no parameters");
+  expect_error([] { make_index("tree", 3, Metric::cosine); }, ErrorCode::invalid_argument, "l2 and sqeuclidean");
+  expect_error([] { make_index("tree", 9, Metric::l2); }, ErrorCode::invalid_argument, "d <= 8");
 }
 
 // Device-resident queries and outputs (the torch / CuPy path).
 TEST(IndexGpuOnly, DeviceQueriesAndOutputs) {
   SIMKIT_REQUIRE_GPU();
   const Context ctx = gpu_context();
-  const Matrix<float> X = clustered(3000, 20, 25, 0.2, 81), Q = random_matrix(33, 20, 82);
-  for (const char* description : {"flat", "ivf_flat,nlist=25"}) {
-    auto index = make_index(description, 20, Metric::l2);
+  for (const char* description : {"flat", "ivf_flat,nlist=25", "tree"}) {
+    const int64_t d = std::string(description) == "tree" ? 3 : 20;  // the tree serves d <= 8
+    const Matrix<float> X = clustered(3000, d, 25, 0.2, 81), Q = random_matrix(33, d, 82);
+    auto index = make_index(description, d, Metric::l2);
     index->train(ctx, X.view());
     index->add(ctx, X.view(), scattered_ids(X.rows(), 83));
     const IndexSearchResult host = index->search(ctx, Q.view(), 8);
@@ -591,17 +631,20 @@ TEST(IndexGpuOnly, DeviceQueriesAndOutputs) {
 TEST(IndexGpuOnly, AllowListWithDeviceQueriesAndOutputs) {
   SIMKIT_REQUIRE_GPU();
   const Context ctx = gpu_context();
-  const Matrix<float> X = clustered(3000, 20, 25, 0.2, 84), Q = random_matrix(33, 20, 85);
-  const std::vector<int64_t> ids = first_ids(X.rows());
-  for (const char* description : {"flat", "ivf_flat,nlist=25"}) {
-    auto index = make_index(description, 20, Metric::cosine);
+  const std::vector<int64_t> ids = first_ids(3000);
+  for (const char* description : {"flat", "ivf_flat,nlist=25", "tree"}) {
+    const bool tree = std::string(description) == "tree";  // l2 in d <= 8 alone
+    const int64_t d = tree ? 3 : 20;
+    const Metric metric = tree ? Metric::l2 : Metric::cosine;
+    const Matrix<float> X = clustered(3000, d, 25, 0.2, 84), Q = random_matrix(33, d, 85);
+    auto index = make_index(description, d, metric);
     index->train(ctx, X.view());
     index->add(ctx, X.view());
     for (double fraction : {0.0, 0.002, 0.3, 1.0}) {
       const std::vector<int64_t> allowed = pick_allowed(ids, fraction, 0, 2, 86);
       const std::string label = std::string(description) + " " + std::to_string(fraction);
       const IndexSearchResult host = index->search(ctx, Q.view(), 8, *allowing(*index, allowed));
-      expect_allowed_result(ctx, host, Q, allowed_subset(X, ids, allowed), Metric::cosine, label);
+      expect_allowed_result(ctx, host, Q, allowed_subset(X, ids, allowed), metric, label);
       const DeviceMatrix<float> dq(ctx, Q.view());
       DeviceMatrix<float> dv(ctx, 33, 8);
       DeviceMatrix<int64_t> di(ctx, 33, 8);

@@ -31,14 +31,19 @@
 namespace simkit::test {
 namespace {
 
+/// The tree serves l2 and sqeuclidean in d <= 8 alone: its instances take every history in their
+/// own dimension with those metrics (dim() and served() below).
 struct Kind {
   const char* name;
   const char* description;
+  int64_t dim = 0;  // every history's data in this dimension; 0: the test's own
 };
 constexpr Kind kKinds[] = {{"flat", "flat"},
                            {"ivf_flat", "ivf_flat,nlist=12,iterations=8"},
                            {"ivf_pq", "ivf_pq,nlist=12,iterations=8,refine=4"},
-                           {"lsh", "lsh,tables=6,bits=3,probes=6"}};
+                           {"lsh", "lsh,tables=6,bits=3,probes=6"},
+                           {"tree_d3", "tree", 3},
+                           {"tree_d8", "tree", 8}};
 
 using Param = std::tuple<Backend, int>;
 class IndexWrites : public ::testing::TestWithParam<Param> {
@@ -46,6 +51,14 @@ class IndexWrites : public ::testing::TestWithParam<Param> {
   Backend backend() const { return std::get<0>(GetParam()); }
   const Kind& kind() const { return kKinds[std::get<1>(GetParam())]; }
   Context context() const { return context_for(backend()); }
+  /// A history's data dimension `d`, or the kind's own.
+  int64_t dim(int64_t d) const { return kind().dim > 0 ? kind().dim : d; }
+  /// The metrics of `wanted` this kind serves (the tree: l2 and sqeuclidean).
+  std::vector<Metric> served(std::vector<Metric> wanted) const {
+    if (std::string(kind().description) == "tree")
+      std::erase_if(wanted, [](Metric m) { return m != Metric::l2 && m != Metric::sqeuclidean; });
+    return wanted;
+  }
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
@@ -170,22 +183,23 @@ void check_history(const Context& ctx, const Kind& kind, const Matrix<float>& X,
 TEST_P(IndexWrites, HistoryEqualsOneBuildInIdOrder) {
   SIMKIT_REQUIRE_BACKEND(backend());
   const uint64_t seed = test_seed();
-  for (Metric metric : {Metric::sqeuclidean, Metric::cosine, Metric::dot, Metric::l1}) {
+  for (Metric metric : served({Metric::sqeuclidean, Metric::cosine, Metric::dot, Metric::l1})) {
     const std::string what = std::string(kind().name) + " " + to_string(metric) + " seed " + std::to_string(seed);
-    check_history(context(), kind(), inputs_for(metric, 611, 19, seed + 1), inputs_for(metric, 9, 19, seed + 2), metric,
-                  seed + 3, what + " random");
-    check_history(context(), kind(), tied_rows(503, 6, seed + 4), tied_rows(11, 6, seed + 5), metric, seed + 6,
-                  what + " ties");
+    check_history(context(), kind(), inputs_for(metric, 611, dim(19), seed + 1),
+                  inputs_for(metric, 9, dim(19), seed + 2), metric, seed + 3, what + " random");
+    check_history(context(), kind(), tied_rows(503, dim(6), seed + 4), tied_rows(11, dim(6), seed + 5), metric,
+                  seed + 6, what + " ties");
   }
 }
 
 // Enough rows that the inverted file's arena fills with moved lists' blocks and is compacted
-// (index/ivf_lists.hpp) during the history.
+// (index/ivf_lists.hpp) during the history, and that the tree is built, grows a tail past its
+// limit (max(1,024, 8 sqrt(n)) rows) and is rebuilt, and loses a third of its rows (index/tree/tree_index.cpp).
 TEST_P(IndexWrites, LargerHistoryEqualsOneBuild) {
   SIMKIT_REQUIRE_BACKEND(backend());
   const uint64_t seed = test_seed();
-  check_history(context(), kind(), random_matrix(9001, 4, seed + 7), random_matrix(7, 4, seed + 8), Metric::sqeuclidean,
-                seed + 9, std::string(kind().name) + " larger seed " + std::to_string(seed));
+  check_history(context(), kind(), random_matrix(9001, dim(4), seed + 7), random_matrix(7, dim(4), seed + 8),
+                Metric::sqeuclidean, seed + 9, std::string(kind().name) + " larger seed " + std::to_string(seed));
 }
 
 // The allow-list as the scans test it: a bitmap for dense ids, a hash set for sparse ones

@@ -123,7 +123,7 @@ std::string build_description(const BuildOptions& o) {
     return d;
   };
   const std::string tail = ",iterations=" + std::to_string(o.iterations) + ",seed=" + std::to_string(o.seed);
-  if (o.type == "flat") return "flat";
+  if (o.type == "flat" || o.type == "tree") return o.type;
   if (o.type == "ivf_flat") return cells("ivf_flat") + tail;
   if (o.type == "ivf_pq") {
     if (o.refine_on != "device" && o.refine_on != "host")
@@ -137,7 +137,7 @@ std::string build_description(const BuildOptions& o) {
     return "lsh,tables=" + std::to_string(o.tables) + ",bits=" + std::to_string(o.bits) +
            ",probes=" + std::to_string(o.probes) + ",width=" + width + ",seed=" + std::to_string(o.seed);
   }
-  bad("--type must be flat, ivf_flat, ivf_pq or lsh, got " + simkit::quoted(o.type));
+  bad("--type must be flat, ivf_flat, ivf_pq, lsh or tree, got " + simkit::quoted(o.type));
 }
 
 void run_build(const BuildOptions& o) {
@@ -287,6 +287,9 @@ void add_index_command(CLI::App& app) {
       "            quantized projections (l2, sqeuclidean, l1); candidates sharing a probed bucket are\n"
       "            re-scored exactly. The defaults (6 x 2, 1 probe) are the seed document's.\n"
       "            --probes 2^bits probes every bucket of a sign table: exact.\n"
+      "  tree      exact, for l2 and sqeuclidean in d <= 8 (anything else is refused: use flat): the\n"
+      "            bounding-volume tree of `simkit knn --method tree` over the vectors, the ones added\n"
+      "            since it was built searched beside it; the same results as flat.\n"
       "Example:\n"
       "  simkit index build --base base.npy --type ivf_flat --nlist 1024 --metric cosine --out wn.simkit\n"
       "  simkit index search --index wn.simkit --queries q.npy -k 10 --nprobe 32 --ids ids.npy --truth gt.ivecs\n"
@@ -302,7 +305,7 @@ void add_index_command(CLI::App& app) {
   auto b = std::make_shared<BuildOptions>();
   auto* build = index->add_subcommand("build", "Train an index on --base, add every row, write it to --out");
   build->add_option("--base", b->base, "vectors (n x d): .npy, .fvecs, .bvecs or .ivecs")->required();
-  build->add_option("--type", b->type, "flat, ivf_flat, ivf_pq or lsh")->capture_default_str();
+  build->add_option("--type", b->type, "flat, ivf_flat, ivf_pq, lsh or tree")->capture_default_str();
   build->add_option("--description", b->description,
                     "the whole index description instead of --type and its options, e.g. "
                     "'ivf_pq,nlist=4096,m=32,refine=4' or 'lsh,tables=6,bits=2'");

@@ -17,9 +17,14 @@
 //              are the vectors sharing a probed bucket in any table, re-scored exactly. The
 //              defaults (6 tables x 2 bits, one probe) are a small, fast configuration; more
 //              tables and probes raise recall (bench/results/ has the sweeps).
+//   tree       exact, for l2 and sqeuclidean in d <= 8 alone (make_index refuses anything else):
+//              the bounding-volume tree of knn(method = tree) over the stored vectors, with the
+//              vectors written since it was built searched beside it by brute force; the same
+//              results as flat. On the GPU it searches its vectors as flat does (the GPU tree of
+//              knn(method = tree) is built per call; the index does not keep one yet).
 //
-// All run on the CPU or the GPU (Context::device). flat, ivf_flat and lsh store the vectors as
-// given (float32).
+// All run on the CPU or the GPU (Context::device). flat, ivf_flat, lsh and tree store the
+// vectors as given (float32).
 // Results follow knn's rule: candidates are re-scored in float64 and ranked by (value, id), best
 // first, with the metric's own value (a distance, or a similarity for dot / cosine / pearson).
 // Where fewer than k vectors can be returned (k > size(), or the probed lists or the allow-list
@@ -183,7 +188,7 @@ class Index {
  public:
   virtual ~Index() = default;
 
-  /// "flat", "ivf_flat", "ivf_pq" or "lsh".
+  /// "flat", "ivf_flat", "ivf_pq", "lsh" or "tree".
   virtual std::string type() const = 0;
   /// A description the factory turns back into an empty index of the same kind and parameters.
   virtual std::string description() const = 0;
@@ -235,8 +240,9 @@ class Index {
 /// (nlist, nprobe, train_sample, iterations, seed; see IvfFlatParams); "ivf_pq" (nlist, m,
 /// refine, refine_on, nprobe, train_sample, iterations, seed; IvfPqParams), e.g.
 /// "ivf_pq,nlist=4096,m=32,refine=4"; "lsh" (tables, bits, probes, width, seed; LshParams), e.g.
-/// "lsh,tables=6,bits=2". Throws Error(invalid_argument) naming the unknown kind, key or bad
-/// value, or a bad dim.
+/// "lsh,tables=6,bits=2"; "tree" (no parameters; l2 and sqeuclidean, dim <= 8). Throws
+/// Error(invalid_argument) naming the unknown kind, key or bad value, or a bad dim (or a metric or
+/// dim the tree does not serve).
 std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Metric metric);
 
 /// Reads an index written by Index::save. A missing, truncated, corrupted, foreign or

@@ -28,7 +28,11 @@ class Index:
       'lsh'       e.g. 'lsh,tables=6,bits=2' (the seed document's configuration, the default):
                   random-hyperplane signs (dot, cosine, pearson) or quantized projections
                   (distances), candidates from the probed buckets re-scored exactly; also
-                  probes=, width=, seed=.
+                  probes=, width=, seed=;
+      'tree'      exact, for l2 and sqeuclidean in d <= 8 alone (any other metric or d raises
+                  ValueError): the bounding-volume tree of knn(method='tree') over the stored
+                  vectors, searched together with the vectors added since it was built; the
+                  same results as 'flat'.
     metric: as in `simkit.knn`.
 
     >>> import numpy as np, simkit
@@ -69,7 +73,7 @@ class Index:
 
     @property
     def type(self) -> str:
-        """'flat', 'ivf_flat', 'ivf_pq' or 'lsh'."""
+        """'flat', 'ivf_flat', 'ivf_pq', 'lsh' or 'tree'."""
         return self._handle.type
 
     @property

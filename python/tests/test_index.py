@@ -103,6 +103,59 @@ def test_lsh_every_bucket_is_exact_and_short_rows_are_counted(rng: np.random.Gen
         index.search(Q, 10, probes=-3)
 
 
+@pytest.mark.parametrize("metric", ["l2", "sqeuclidean"])
+def test_tree_equals_flat_through_writes(rng: np.random.Generator, metric: str, tmp_path: object) -> None:
+    # 3-d clusters; enough rows that the tree is built, then tails past its limit (1,024 rows here:
+    # rebuilt), then removals past a quarter of the rows (rebuilt again).
+    X = _data(rng, 20000, 3)
+    Q = _data(rng, 40, 3)
+    ids = rng.permutation(10**6)[:20000].astype(np.int64)
+    tree, flat = simkit.Index("tree", 3, metric), simkit.Index("flat", 3, metric)
+    assert tree.type == "tree" and tree.description == "tree" and tree.is_trained
+
+    def same(label: str, k: int = 10, **kw: object) -> None:
+        Dt, It = tree.search(Q, k, **kw)
+        Df, If = flat.search(Q, k, **kw)
+        np.testing.assert_array_equal(It, If, err_msg=label)
+        np.testing.assert_array_equal(Dt, Df, err_msg=label)
+
+    for index in (tree, flat):
+        index.add(X[:10000], ids=ids[:10000])
+    same("built", 100)
+    for lo in range(10000, 16000, 1500):
+        for index in (tree, flat):
+            index.add(X[lo:lo + 1500], ids=ids[lo:lo + 1500])
+            index.remove(ids[lo - 700:lo - 400])
+        same(f"tail at {lo}")
+    for index in (tree, flat):
+        assert index.remove(ids[:4000]) == 4000
+    same("removals", 1)
+    allowed = np.sort(rng.choice(ids[4000:16000], 3000, replace=False))
+    for a in (allowed, allowed[:20], allowed[:3]):
+        stats: dict = {}
+        Dt, It = tree.search(Q, 10, allowed=a, stats=stats)
+        Df, If = flat.search(Q, 10, allowed=a)
+        np.testing.assert_array_equal(It, If)
+        np.testing.assert_array_equal(Dt, Df)
+        assert stats["short_rows"] == (len(Q) if len(a) < 10 else 0)
+    same("k beyond the size", len(tree) + 5)
+    path = f"{tmp_path}/tree.simkit"
+    tree.save(path)
+    for other in (simkit.Index.load(path), pickle.loads(pickle.dumps(tree))):
+        assert other.type == "tree" and len(other) == len(tree) and other.next_id == tree.next_id
+        np.testing.assert_array_equal(other.search(Q, 10)[1], flat.search(Q, 10)[1])
+
+
+def test_tree_refuses_what_it_does_not_serve() -> None:
+    for metric in ("cosine", "dot", "pearson", "l1"):
+        with pytest.raises(ValueError, match="l2 and sqeuclidean.*'flat'"):
+            simkit.Index("tree", 3, metric)
+    with pytest.raises(ValueError, match="d <= 8"):
+        simkit.Index("tree", 9, "l2")
+    with pytest.raises(ValueError, match="nprobe applies to ivf_flat and ivf_pq; this index is tree"):
+        simkit.Index("tree", 2, "l2").search(np.zeros((1, 2), np.float32), 1, nprobe=2)
+
+
 def test_ids_remove_and_padding(rng: np.random.Generator) -> None:
     X = _data(rng, 200)
     ids = rng.permutation(10**6)[:200].astype(np.int64)

@@ -1,8 +1,10 @@
 #include "index/filtered_search.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include <simkit/error.hpp>
@@ -30,6 +32,24 @@ constexpr double kGatherBelowGpu = 0.3;
 // (10%) and above; 50,000 rows, nprobe 32 of 256 (~6,250 probed): 0.84 with 625 (10%), 1.0000
 // with 3,100 (50%). So the scan needs 256 k allowed rows among those probed; fewer are gathered.
 constexpr int64_t kProbedAllowedPerK = 256;
+// A pruning walk (the tree index) against the gather: the walk scores about k n / allowed rows a
+// query, in float64 one by one, and prunes less as d grows; the gather's k-NN scores `allowed`
+// rows a query in float32 blocks (then re-scores a shortlist). Measured (2 cores, uniform rows,
+// 1,000 queries, forced plans, 2026-11-26), the crossover in allowed^2 / (k n): d = 3, n = 200,000,
+// k = 10: between 8 (walk 13.7 ms, gather 11.7) and 52 (9.7 against 20.3); n = 1,000,000: between
+// 10 and 40; k = 100: between 5 and 20. d = 5: between 8.5 and 50. d = 8, n = 200,000: 200
+// (28.9 against 28.5); n = 1,000,000: between 250 and 1,000. So the walk is kept while
+// allowed^2 >= 2^(d + 1) k n: 16 at d = 3, 64 at d = 5, 512 at d = 8.
+double walk_per_gather(int64_t d) { return std::ldexp(1.0, static_cast<int>(d) + 1); }
+
+/// SIMKIT_FILTER_PLAN=gather|scan: the plan forced (benchmarks, tests), if any.
+std::optional<bool> forced_plan() {
+  if (const char* forced = std::getenv("SIMKIT_FILTER_PLAN")) {
+    if (std::strcmp(forced, "gather") == 0) return false;
+    if (std::strcmp(forced, "scan") == 0) return true;
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 void check_allowed(ArrayView<const int64_t> allowed) {
@@ -43,16 +63,19 @@ void check_allowed(ArrayView<const int64_t> allowed) {
 }
 
 bool filter_in_scan(Device device, int64_t allowed, int64_t n, int64_t probed, int64_t k) {
-  if (const char* forced = std::getenv("SIMKIT_FILTER_PLAN")) {
-    if (std::strcmp(forced, "gather") == 0) return false;
-    if (std::strcmp(forced, "scan") == 0) return true;
-  }
+  if (const std::optional<bool> forced = forced_plan()) return *forced;
   // The gather copies the allowed rows (on the GPU through host memory) and then searches only
   // them; the scan searches every row and skips the others in the selection. Crossovers measured
   // with `simkit bench filters` (1,000,000 x 128): see kGatherBelow* in the results file.
   const double fraction = n > 0 ? static_cast<double>(allowed) / static_cast<double>(n) : 0.0;
   if (probed < n) return fraction * static_cast<double>(probed) >= static_cast<double>(kProbedAllowedPerK * k);
   return fraction > (device == Device::gpu ? kGatherBelowGpu : kGatherBelowCpu);
+}
+
+bool filter_in_walk(int64_t allowed, int64_t n, int64_t k, int64_t d) {
+  if (const std::optional<bool> forced = forced_plan()) return *forced;
+  const double a = static_cast<double>(allowed);
+  return a * a >= walk_per_gather(d) * static_cast<double>(k) * static_cast<double>(n);
 }
 
 AllowedRows allowed_rows_sorted(const std::vector<int64_t>& stored, ArrayView<const int64_t> allowed) {

@@ -35,6 +35,13 @@ struct AllowedRows {
 /// SIMKIT_FILTER_PLAN=gather|scan forces one (benchmarks, tests).
 bool filter_in_scan(Device device, int64_t allowed, int64_t n, int64_t probed, int64_t k);
 
+/// The same choice for a search that prunes as it goes (the tree index's walk over n rows in d
+/// dimensions): the walk reads about k n / allowed rows a query before its k allowed neighbours
+/// bound it, the gather searches `allowed` rows a query, so the walk is chosen once allowed^2
+/// reaches a measured multiple of k n (larger in more dimensions, where the tree prunes less).
+/// SIMKIT_FILTER_PLAN forces one here too.
+bool filter_in_walk(int64_t allowed, int64_t n, int64_t k, int64_t d);
+
 /// Error(invalid_argument) unless `allowed` is in host memory, sorted ascending, without repeats.
 void check_allowed(ArrayView<const int64_t> allowed);
 

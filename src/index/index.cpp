@@ -17,6 +17,7 @@
 #include "index/ivf/ivf_flat_index.hpp"
 #include "index/ivf/ivf_pq_index.hpp"
 #include "index/lsh/lsh_index.hpp"
+#include "index/tree/tree_index.hpp"
 
 namespace simkit {
 
@@ -166,13 +167,18 @@ std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Met
                    ": flat takes no parameters");
     return detail::make_flat_index(dim, metric);
   }
+  if (kind == "tree") {
+    SIMKIT_EXPECTS(parts.size() == 1, invalid_argument, "index description ", simkit::quoted(description),
+                   ": tree takes no parameters");
+    return detail::make_tree_index(dim, metric);
+  }
   if (kind == "ivf_flat") return detail::make_ivf_flat_index(dim, metric, parse_ivf_flat(description, parts));
   if (kind == "ivf_pq") return detail::make_ivf_pq_index(dim, metric, parse_ivf_pq(description, parts));
   if (kind == "lsh") return detail::make_lsh_index(dim, metric, parse_lsh(description, parts));
   detail::raise(ErrorCode::invalid_argument, "unknown index type ", simkit::quoted(kind), " in ",
                 simkit::quoted(description),
                 " (known: flat, ivf_flat[,nlist=N,nprobe=N|seed,...], ivf_pq[,nlist=N,m=N,refine=N,...], "
-                "lsh[,tables=N,bits=N,probes=N,...])");
+                "lsh[,tables=N,bits=N,probes=N,...], tree)");
 }
 
 std::unique_ptr<Index> load_index(const std::string& path) {
@@ -182,6 +188,7 @@ std::unique_ptr<Index> load_index(const std::string& path) {
   if (type == "ivf_flat") return detail::load_ivf_flat_index(f, parse_saved(f, parse_ivf_flat));
   if (type == "ivf_pq") return detail::load_ivf_pq_index(f, parse_saved(f, parse_ivf_pq));
   if (type == "lsh") return detail::load_lsh_index(f, parse_saved(f, parse_lsh));
+  if (type == "tree") return detail::load_tree_index(f);
   throw Error(ErrorCode::io, "not a usable simkit index file: " + detail::quoted_path(path) + ": unknown index type " +
                                  simkit::quoted(type));
 }

@@ -47,6 +47,7 @@ bad "search: refine < 0"        "refine"                 -- I search --index kee
 bad "build: refine-on"          "refine-on"              -- I build --base base.npy --type ivf_pq --refine-on gpu --metric l2 --out out.simkit
 bad "build: lsh bits 40"        "bits must be"           -- I build --base base.npy --description lsh,bits=40 --metric cosine --out out.simkit
 bad "build: pq m divides d"     "divide"                 -- I build --base base.npy --type ivf_pq --nlist 8 --m 3 --metric l2 --out out.simkit
+bad "build: tree cosine"        "l2 and sqeuclidean"     -- I build --base base.npy --type tree --metric cosine --out out.simkit
 bad "info: truncated"           "truncated"              -- I info --index trunc.simkit
 bad "info: missing"             "missing.simkit"         -- I info --index missing.simkit
 
@@ -80,10 +81,10 @@ if I build --base base.npy --description lsh,tables=1,bits=24 --metric cosine --
 else
   fail "lsh short rows: $(cat lsh.txt)"
 fi
-# ivf_pq with every list probed and every candidate re-ranked, and lsh with every bucket probed,
-# are exact: every base row finds itself.
+# ivf_pq with every list probed and every candidate re-ranked, lsh with every bucket probed, and
+# the tree are exact: every base row finds itself.
 for spec in "--type ivf_pq --nlist 8 --m 4 --refine 4|--nprobe 8 --refine 1000" \
-            "--description lsh,tables=4,bits=3|--probes 1000000"; do
+            "--description lsh,tables=4,bits=3|--probes 1000000" "--type tree|"; do
   checks=$((checks + 1))
   if ! I build --base base.npy ${spec%%|*} --metric l2 --out exact.simkit --device cpu >/dev/null 2>&1 ||
      ! I search --index exact.simkit --queries base.npy -k 1 ${spec#*|} --ids self.npy --device cpu >/dev/null 2>&1; then

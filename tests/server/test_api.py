@@ -714,6 +714,62 @@ def test_compressed_and_hashing_indexes_serve_and_short_searches_are_counted(
     assert after - before == short
 
 
+def test_tree_index_serves_exactly_through_writes_and_restart(serve: Any, rng: np.random.Generator) -> None:
+    s = serve()
+    c = s.client()
+    # The tree serves Euclid in d <= 8 alone: anything else is refused when asked for.
+    for size, distance, why in ((3, "Cosine", "l2 and sqeuclidean"), (9, "Euclid", "d <= 8")):
+        status, _, body = c.put("/collections/bad", {"vectors": {"size": size, "distance": distance}, "index": "tree"})
+        assert status == 400 and why in body["status"]["error"] and "'flat'" in body["status"]["error"], body
+    n, d, k = 6000, 3, 10
+    create_collection(c, "t", d, "Euclid", index="tree")
+    create_collection(c, "cos", d, "Cosine")
+    status, _, body = c.put("/collections/cos/index", {"index": "tree"})
+    assert status == 400 and "l2 and sqeuclidean" in body["status"]["error"], body
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    ids = random_ids(rng, n)
+    upsert(c, "t", ids, X)
+    live = Live(ids, X)
+    Q = rng.standard_normal((15, d)).astype(np.float32)
+
+    def check_all() -> None:
+        for q in Q:
+            hits = c.ok("POST", "/collections/t/points/search", {"vector": q.tolist(), "limit": k})
+            want, score_of = live.reference(q, k, "Euclid")
+            compare_ranking([h["id"] for h in hits], want, score_of)
+
+    c.ok("PUT", "/collections/t/index", {}, expect=202)  # the configured description: tree
+    info = wait_build(c, "t")
+    assert info["index"]["build"] == "ready" and info["index"]["type"] == "tree", info
+    assert info["index"]["description"] == "tree" and info["points_count"] == n
+    check_all()
+    # Upserts that overwrite points (new vectors under old ids), new points, deletes: each lands
+    # in the tree's tail or mask, and searches see it at once.
+    old = [int(i) for i in ids[:700]]
+    moved = rng.standard_normal((700, d)).astype(np.float32)
+    upsert(c, "t", old, moved, chunk=100)
+    live.vec.update({i: moved[j] for j, i in enumerate(old)})
+    fresh = rng.standard_normal((500, d)).astype(np.float32)
+    fresh_ids = [(1 << 45) + j for j in range(500)]
+    upsert(c, "t", fresh_ids, fresh, chunk=50)
+    live.vec.update({i: fresh[j] for j, i in enumerate(fresh_ids)})
+    gone = [int(i) for i in ids[700:2400]]
+    assert c.ok("POST", "/collections/t/points/delete", {"points": gone})["deleted"] == len(gone)
+    for i in gone:
+        del live.vec[i]
+    check_all()
+    hits = c.ok("POST", "/collections/t/points/search", {"vector": moved[5].tolist(), "limit": 1})
+    assert hits[0]["id"] == old[5]
+    # A restart loads the saved tree and replays the writes since.
+    assert "draining" in s.stop()
+    s.start()
+    assert re.search(r"collection t: (\d+) points, index tree \(index-\d+\.simkit \+ \d+ replayed\)", s.stderr()), \
+        s.stderr()
+    c = s.client()
+    assert c.ok("GET", "/collections/t")["points_count"] == len(live.vec)
+    check_all()
+
+
 def test_delete_collection_answers_queued_searches(serve: Any, rng: np.random.Generator) -> None:
     s = serve("--max-batch", "1", "--max-delay-us", "0", "--timeout-ms", "300000")
     c = s.client()
