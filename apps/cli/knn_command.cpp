@@ -107,8 +107,8 @@ void add_knn_command(CLI::App& app) {
   sub->add_option("--method", o->method,
                   "auto, brute (every pair) or tree (a bounding-volume hierarchy walked by packets of queries: l2 / "
                   "sqeuclidean, d <= 8, k <= 128 on the GPU; the same answer, far faster in low dimensions); auto "
-                  "takes it for >= 256 queries where it was measured faster: on the CPU d <= 4 from 4,096 base "
-                  "rows, d <= 8 from 131,072; on the GPU d <= 5 from 1,024, d <= 8 from 4,194,304")
+                  "takes it for >= 256 queries where it was measured faster: on the CPU from 1,024 base rows; on "
+                  "the GPU d <= 3 from 1,024, d <= 5 from 65,536, d <= 8 from 4,194,304")
       ->check(CLI::IsMember({"auto", "brute", "tree"}))
       ->capture_default_str();
   sub->add_option("--truth", o->truth,

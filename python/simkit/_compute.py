@@ -131,8 +131,8 @@ def knn(
     float64 distance; it is exact, the same ids and values as brute force, and serves 'l2' and
     'sqeuclidean' with d <= 8 (k <= 128 on the GPU; the build is part of each call). 'auto'
     (default) takes the tree where it was measured faster (simkit's tree_knn_is_faster), from
-    256 queries: on the CPU d <= 4 with n >= 4096 or d <= 8 with n >= 131072; on the GPU d <= 5
-    with n >= 1024 or d <= 8 with n >= 2**22; brute force elsewhere.
+    256 queries: on the CPU n >= 1024; on the GPU d <= 3
+    with n >= 1024, d <= 5 with n >= 65536 or d <= 8 with n >= 2**22; brute force elsewhere.
 
     Raises ValueError when k < 1 or k > n, for empty sets, mismatched dimensions, NaN/Inf, an
     unknown metric or method; RuntimeError for method='tree' with another metric, d > 8, or

@@ -83,22 +83,23 @@ bool tree_knn_is_faster(const Context& ctx, int64_t m, int64_t n, int64_t d, Met
   // the GPU, ~0.4 us a base row on the CPU).
   if (m < 256) return false;
   if (ctx.device == Device::gpu) {
-    // Where brute force and the tree cross on the GPU (H100, bench tree --crossover, uniform
-    // points, 20,000 queries, k = 16, device-resident, 2026-11-26; brute / tree time): d = 3:
-    // 2.0 at n = 1,024, 1.8 at 4,096, 8.0 at 262,144, 59 at 4,194,304; d = 5: 1.7, 1.1, 1.0 at
-    // 16,384, 2.4 at 262,144, 13.5 at 4,194,304; d = 8: 1.4 at 1,024, then 0.3 - 0.9 from 4,096
-    // to 1,048,576, 1.8 at 4,194,304 (and 30 at 10,000,000 rows with 1,000,000 queries, where
-    // the walk fills the GPU). Dimensions 6 and 7 are taken as 8 until measured.
-    return d <= 5 ? n >= 1024 : n >= (int64_t(1) << 22);
+    // Where brute force and the tree cross on the GPU (bench tree --crossover, uniform points,
+    // 20,000 queries, k = 16, device-resident, 2026-11-26; brute / tree time, H200 then H100;
+    // bench/results/2026-11-26-h200-tree-*.csv). d = 3: 2.0 / 2.0 at n = 1,024, 1.8 / 1.8 at
+    // 4,096, 7.3 / 8.0 at 262,144, 54 / 59 at 4,194,304; d = 5: 1.7 / 1.7 at 1,024, 1.05 / 1.1
+    // at 4,096, 0.94 / 1.0 at 16,384, 1.14 / 1.2 at 65,536, 2.2 / 2.4 at 262,144; d = 8: 1.4 /
+    // 1.4 at 1,024, then 0.3 - 0.9 from 4,096 to 1,048,576, 1.6 / 1.8 at 4,194,304 (and 27 at
+    // 10,000,000 rows with 1,000,000 queries, where the walk fills the GPU). The tree from n =
+    // 1,024 for d <= 3, from 65,536 for d = 4, 5 (the dip at 16,384 is 6%), from 2^22 beyond
+    // (dimensions 6 and 7 taken as 8 until measured).
+    return d <= 3 ? n >= 1024 : d <= 5 ? n >= 65536 : n >= (int64_t(1) << 22);
   }
-  // Where brute force and the tree cross on the CPU (2 threads, uniform points, k = 8 .. 16,
-  // knn(method = brute) against knn(method = tree), 2026-11-26, first measurements on a busy
-  // machine). d = 3, 2,000 queries: brute / tree 0.86 at n = 512, 1.33 at 2,048, 4.5 at 8,192,
-  // 6.9 at 131,072. d = 8: 0.64 - 0.86 up to n = 32,768, 1.44 at 131,072 (dimensions between
-  // are taken as 8 until measured). Few queries do not repay the build (~0.4 us a base row
-  // against ~3 ns a brute-force pair): d = 3, 100 queries, 20,000 rows: tree 7 ms, brute 31;
-  // 200,000 rows: tree 77 ms, brute 65; 1,000 queries there: 122 against 597.
-  return d <= 4 ? n >= 4096 : n >= 131072;
+  // Where brute force and the tree cross on the CPU (2 threads, bench tree --crossover --m 2000,
+  // uniform points, k = 16, packets of 64, 2026-11-26, a busy machine; brute / tree time): d = 3:
+  // 9.7 at n = 1,024, 6.4 at 4,096, 25 at 65,536, 56 at 262,144; d = 8: 1.1 at 1,024, 1.5 at
+  // 4,096, 2.7 at 16,384, 5.8 at 65,536. With the float32 prefilter the tree wins from the
+  // smallest sizes in every dimension it serves (before it, d = 8 needed 131,072 rows).
+  return n >= 1024;
 }
 
 RadiusResult radius_search(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, double radius,
