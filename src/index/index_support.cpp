@@ -1,7 +1,9 @@
 #include "index/index_support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include <simkit/error.hpp>
 
@@ -32,6 +34,27 @@ void check_search(const Context& ctx, MatrixView<const float> Q, int64_t dim, in
   SIMKIT_EXPECTS(values.where == ids.where, invalid_argument, "search: values and ids must be in the same memory");
   check_host_finite(ctx, {{Q, "queries"}});
   check_device_finite(ctx, {{Q, "queries"}});
+}
+
+bool append_in_id_order(MatrixView<const float> X, const std::vector<int64_t>& ids, int64_t ordered_from,
+                        std::vector<float>& rows, std::vector<int64_t>& row_ids, IdMap& map) {
+  std::vector<int64_t> order(ids.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
+  const int64_t first = int64_t(row_ids.size());
+  const bool in_order = order.empty() || first <= ordered_from || ids[size_t(order.front())] > row_ids.back();
+  const size_t d = static_cast<size_t>(X.cols);
+  const size_t needed = rows.size() + static_cast<size_t>(X.rows) * d;
+  // Growth by half: a stream of small adds copies the store O(log n) times.
+  if (needed > rows.capacity()) rows.reserve(std::max(needed, rows.size() + rows.size() / 2));
+  rows.resize(needed);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int64_t id = ids[size_t(order[i])];
+    std::copy_n(X.row(order[i]), d, rows.data() + (static_cast<size_t>(first) + i) * d);
+    row_ids.push_back(id);
+    map.set(id, first + static_cast<int64_t>(i));
+  }
+  return in_order;
 }
 
 float worst_value(Metric metric) {

@@ -11,6 +11,7 @@
 #include <simkit/index.hpp>
 #include <simkit/matrix.hpp>
 
+#include "index/id_map.hpp"
 #include "index/index_file.hpp"
 
 namespace simkit::detail {
@@ -21,6 +22,13 @@ void check_rows(const Context& ctx, MatrixView<const float> X, int64_t dim, cons
 /// Q is m x dim (host or device) and finite, k >= 1, values / ids m x k and both in one memory.
 void check_search(const Context& ctx, MatrixView<const float> Q, int64_t dim, int64_t k, MatrixView<float> values,
                   MatrixView<int64_t> ids);
+
+/// Appends the rows of X (host, n x d) with their ids to a row store (`rows` row-major, `row_ids`
+/// beside it, `map` from id to row), in id order within the batch, so that a store kept in id
+/// order stays so when the batch's ids all exceed its last. Returns false when they do not and
+/// rows from `ordered_from` on were in id order (flat: the whole store; tree: its tail).
+bool append_in_id_order(MatrixView<const float> X, const std::vector<int64_t>& ids, int64_t ordered_from,
+                        std::vector<float>& rows, std::vector<int64_t>& row_ids, IdMap& map);
 
 /// The metric's worst value: -inf for similarities, +inf for distances.
 float worst_value(Metric metric);

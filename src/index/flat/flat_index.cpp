@@ -56,22 +56,8 @@ class FlatIndex final : public Index {
     check_rows(ctx, X, dim_, "add");
     std::unique_lock lock(mutex_);
     const std::vector<int64_t> ids = ids_.assign(given, X.rows);
-    // In id order within the batch: appended after larger ids, the rows stay in id order.
-    std::vector<int64_t> order(ids.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
     const int64_t n = size_locked();
-    const size_t d = static_cast<size_t>(dim_);
-    if (n > 0 && ids[size_t(order.front())] < row_ids_.back()) ascending_ = false;
-    const size_t needed = vectors_.size() + static_cast<size_t>(X.rows) * d;
-    if (needed > vectors_.capacity()) vectors_.reserve(std::max(needed, vectors_.size() + vectors_.size() / 2));
-    vectors_.resize(needed);
-    for (size_t i = 0; i < order.size(); ++i) {
-      const int64_t id = ids[size_t(order[i])];
-      std::copy_n(X.row(order[i]), d, vectors_.data() + (static_cast<size_t>(n) + i) * d);
-      row_ids_.push_back(id);
-      ids_.set(id, n + static_cast<int64_t>(i));
-    }
+    if (!append_in_id_order(X, ids, 0, vectors_, row_ids_, ids_)) ascending_ = false;
     device_.mark_from(n);
   }
 

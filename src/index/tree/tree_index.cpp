@@ -106,22 +106,8 @@ class TreeIndex final : public Index {
     check_rows(ctx, X, dim_, "add");
     std::unique_lock lock(mutex_);
     const std::vector<int64_t> ids = ids_.assign(given, X.rows);
-    // In id order within the batch: appended after larger ids, the tail stays in id order.
-    std::vector<int64_t> order(ids.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
     const int64_t first = stored_rows();
-    const size_t d = static_cast<size_t>(dim_);
-    if (first > snapshot_ && ids[size_t(order.front())] < row_ids_.back()) tail_ascending_ = false;
-    const size_t needed = rows_.size() + static_cast<size_t>(X.rows) * d;
-    if (needed > rows_.capacity()) rows_.reserve(std::max(needed, rows_.size() + rows_.size() / 2));
-    rows_.resize(needed);
-    for (size_t i = 0; i < order.size(); ++i) {
-      const int64_t id = ids[size_t(order[i])];
-      std::copy_n(X.row(order[i]), d, rows_.data() + (static_cast<size_t>(first) + i) * d);
-      row_ids_.push_back(id);
-      ids_.set(id, first + static_cast<int64_t>(i));
-    }
+    if (!append_in_id_order(X, ids, snapshot_, rows_, row_ids_, ids_)) tail_ascending_ = false;
     device_.mark_from(first);
     if (rebuild_due()) rebuild(ctx);
   }
