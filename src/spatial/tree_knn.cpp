@@ -127,8 +127,10 @@ RadiusResult radius_search(const Context& ctx, MatrixView<const float> Q, Matrix
   const detail::spatial::PointTree tree = detail::spatial::build_point_tree(ctx, X, detail::spatial::kLeafSize);
   const double build = detail::seconds_since(start);
   const auto walk = std::chrono::steady_clock::now();
-  RadiusResult r = detail::spatial::cpu::tree_radius(ctx, tree, Q, radius, plan, max_neighbors, packet);
-  if (report) *report = detail::report_of(detail::spatial::cpu::TreeSearchStats{}, build, detail::seconds_since(walk));
+  detail::spatial::cpu::TreeSearchStats walked;
+  RadiusResult r =
+      detail::spatial::cpu::tree_radius(ctx, tree, Q, radius, plan, max_neighbors, packet, nullptr, &walked);
+  if (report) *report = detail::report_of(walked, build, detail::seconds_since(walk));
   return r;
 }
 

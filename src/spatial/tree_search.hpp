@@ -36,8 +36,9 @@ TreeSearchStats tree_knn(const Context& ctx, const PointTree& tree, MatrixView<c
                          const uint64_t* mask = nullptr);
 
 /// For each row of Q, the base rows whose value is <= radius, nearest first, at most `cap` (0:
-/// all) of them; `mask` as for tree_knn.
+/// all) of them; `mask` as for tree_knn; `stats`, when given, receives the walk's counts.
 RadiusResult tree_radius(const Context& ctx, const PointTree& tree, MatrixView<const float> Q, double radius,
-                         const MetricPlan& plan, int64_t cap, int64_t packet = kPacket, const uint64_t* mask = nullptr);
+                         const MetricPlan& plan, int64_t cap, int64_t packet = kPacket, const uint64_t* mask = nullptr,
+                         TreeSearchStats* stats = nullptr);
 
 }  // namespace simkit::detail::spatial::cpu

@@ -271,12 +271,12 @@ void knn_packet(Packet<D>& p, const int64_t* rows, const int64_t* codes, int64_t
 
 /// Each query's (key, id) pairs within the radius, sorted and cut at `cap`; capped[i] = 1 where cut.
 template <int D>
-void radius_packets(const Context& ctx, const PointTree& t, MatrixView<const float> Q, double radius,
-                    const MetricPlan& plan, int64_t cap, int64_t packet, const uint64_t* mask,
-                    std::vector<std::vector<Pair>>& found, std::vector<int64_t>& capped) {
+TreeSearchStats radius_packets(const Context& ctx, const PointTree& t, MatrixView<const float> Q, double radius,
+                               const MetricPlan& plan, int64_t cap, int64_t packet, const uint64_t* mask,
+                               std::vector<std::vector<Pair>>& found, std::vector<int64_t>& capped) {
   // The key bound: value_of_key is monotone (a square root, or the key itself).
   const double key_bound = plan.root ? radius * radius : radius;
-  for_each_packet<D>(ctx, t, Q, packet, [&](Packet<D>& p, const int64_t* rows, const int64_t*, int64_t count) {
+  return for_each_packet<D>(ctx, t, Q, packet, [&](Packet<D>& p, const int64_t* rows, const int64_t*, int64_t count) {
     for (int64_t i = 0; i < count; ++i) p.set_bound(int(i), key_bound * (1 + 1e-12));  // value_of_key rounds
     p.walk([&](int64_t j, int i) {
       std::vector<Pair>& f = found[size_t(rows[i])];
@@ -325,11 +325,15 @@ TreeSearchStats tree_knn(const Context& ctx, const PointTree& t, MatrixView<cons
 }
 
 RadiusResult tree_radius(const Context& ctx, const PointTree& t, MatrixView<const float> Q, double radius,
-                         const MetricPlan& plan, int64_t cap, int64_t packet, const uint64_t* mask) {
+                         const MetricPlan& plan, int64_t cap, int64_t packet, const uint64_t* mask,
+                         TreeSearchStats* stats) {
   const int64_t m = Q.rows;
   std::vector<std::vector<Pair>> found(static_cast<size_t>(m));
   std::vector<int64_t> capped(static_cast<size_t>(m), 0);
-  with_dim(t.d, [&]<int D>() { radius_packets<D>(ctx, t, Q, radius, plan, cap, packet, mask, found, capped); });
+  TreeSearchStats walked;
+  with_dim(t.d,
+           [&]<int D>() { walked = radius_packets<D>(ctx, t, Q, radius, plan, cap, packet, mask, found, capped); });
+  if (stats) *stats = walked;
   RadiusResult out;
   out.offsets.assign(size_t(m) + 1, 0);
   for (int64_t i = 0; i < m; ++i) {
