@@ -101,9 +101,6 @@ TEST_P(GpuTreeKnn, EqualsTheRankingAndTheGpuBruteForce) {
           ASSERT_EQ(tree.values(q, c), value_of(metric, want[size_t(c)].first));
         }
       }
-      // Brute force keeps k + 16 candidates by float32 keys before re-scoring (see
-      // test_tree_knn.cpp): on the duplicate-heavy sets it may hold higher ids than the rule.
-      if (shape == Shape::duplicates) continue;
       const KnnResult brute = knn(ctx, dQ.view(), dX.view(), k, metric, KnnMethod::brute);
       ASSERT_TRUE(std::equal(brute.ids.data(), brute.ids.data() + brute.ids.size(), tree.ids.data()))
           << name(shape) << " d " << d << " " << to_string(metric) << " k " << k;

@@ -1,7 +1,8 @@
 // Exact k-NN against the float64 reference, each test written once for both backends (instances
 // named .../cpu and .../gpu): every metric at awkward sizes, k = 1 up to k = n (on the GPU the
 // device selection's largest lists, k = 1024, and the host fallback beyond them), exact ties from
-// duplicate rows and integer data, near-ties below float32's resolution ranked as in float64 and
+// duplicate rows and integer data, more rows tied at the k-th key than the candidate margin
+// (every row scored in float64), near-ties below float32's resolution ranked as in float64 and
 // alike on both backends, one query over a large base (the CPU's striped path) and many queries
 // (its per-tile path), zero-norm rows, points far from the origin, caller outputs and progress
 // reports; on the CPU, bitwise independence from the thread count. KnnGpuOnly: device-resident
@@ -226,6 +227,98 @@ TEST_P(KnnTest, IntegerDataTiesExactly) {
         }
     }
   }
+}
+
+/// Every row of X scored in float64 against query row i of Q and sorted by (key, id): the
+/// rule's ranking, with the library's keys (squared distance, negated similarity, cosine 0 for
+/// a zero row and clamped to [-1, 1]) summed in the same order.
+std::vector<std::pair<double, int64_t>> rule_ranking(const Matrix<float>& Q, int64_t i, const Matrix<float>& X,
+                                                     Metric metric) {
+  std::vector<std::pair<double, int64_t>> all;
+  for (int64_t j = 0; j < X.rows(); ++j) {
+    double key = 0, qq = 0, xx = 0;
+    for (int64_t c = 0; c < X.cols(); ++c) {
+      const double a = Q(i, c), b = X(j, c);
+      key += metric == Metric::l2 || metric == Metric::sqeuclidean ? (a - b) * (a - b) : -a * b;
+      qq += a * a, xx += b * b;
+    }
+    if (metric == Metric::cosine)
+      key = qq > 0 && xx > 0 ? std::clamp(key / (std::sqrt(qq) * std::sqrt(xx)), -1., 1.) : 0;
+    all.emplace_back(key, j);
+  }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+/// Brute-force k-NN on the GPU with inputs and outputs in device memory.
+KnnResult knn_on_device(const Matrix<float>& Q, const Matrix<float>& X, int64_t k, Metric metric) {
+  const Context ctx = gpu_context();
+  const DeviceMatrix<float> dQ(ctx, Q.view()), dX(ctx, X.view());
+  DeviceMatrix<float> dv(ctx, Q.rows(), k);
+  DeviceMatrix<int64_t> di(ctx, Q.rows(), k);
+  knn(ctx, dQ.view(), dX.view(), k, metric, dv.view(), di.view(), KnnMethod::brute);
+  KnnResult r{Matrix<float>(Q.rows(), k), Matrix<int64_t>(Q.rows(), k)};
+  dv.copy_to_host(r.values.view()), di.copy_to_host(r.ids.view());
+  return r;
+}
+
+// Far more rows than the candidate margin (k + 16) tie, or nearly tie, at the k-th key: points
+// of a 7 x 7 (x 7) grid, and copies of 5 random points. Float32 rounding picks an arbitrary part
+// of such a group as candidates; the answer must still be the rule's, row for row.
+TEST_P(KnnTest, HeavyTiesFollowTheFloat64Rule) {
+  SIMKIT_REQUIRE_BACKEND(backend());
+  auto grid = [](int64_t n, int64_t d, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    Matrix<float> P(n, d);
+    for (int64_t e = 0; e < P.size(); ++e) P.data()[e] = float(int(u(rng) * 3)) / 3.f;
+    return P;
+  };
+  // Copies of 5 points, half of them moved by one unit in the last place of one coordinate:
+  // exact ties, and near-ties that float32 keys cannot see.
+  auto copies = [](int64_t n, int64_t d, uint64_t seed) {
+    const Matrix<float> few = random_matrix(5, d, seed);
+    std::mt19937_64 rng(seed + 1);
+    Matrix<float> P(n, d);
+    for (int64_t j = 0; j < n; ++j) {
+      std::memcpy(&P(j, 0), &few(int64_t(rng() % 5), 0), size_t(d) * sizeof(float));
+      float& c = P(j, int64_t(rng() % uint64_t(d)));
+      if (rng() % 2) c = std::nextafter(c, rng() % 2 ? 2.f : -2.f);
+    }
+    return P;
+  };
+  struct Shape {
+    const char* name;
+    Matrix<float> X, Q;
+  };
+  const Shape shapes[] = {{"grid d=2", grid(3001, 2, 9), grid(257, 2, 72)},
+                          {"grid d=3", grid(3001, 3, 10), grid(257, 3, 73)},
+                          {"copies d=5", copies(3001, 5, 11), random_matrix(257, 5, 74)}};
+  for (const Shape& s : shapes)
+    for (Metric metric : {Metric::l2, Metric::sqeuclidean, Metric::dot, Metric::cosine}) {
+      std::vector<std::vector<std::pair<double, int64_t>>> want;
+      for (int64_t i = 0; i < s.Q.rows(); ++i) want.push_back(rule_ranking(s.Q, i, s.X, metric));
+      // The GPU re-scores on the host when the base is there, on the device when it is there.
+      for (bool on_device : {false, true}) {
+        if (on_device && backend() != Backend::gpu) continue;
+        for (int64_t k : {int64_t{1}, int64_t{10}, int64_t{100}}) {
+          const KnnResult r = on_device ? knn_on_device(s.Q, s.X, k, metric)
+                                        : knn(context(), s.Q.view(), s.X.view(), k, metric, KnnMethod::brute);
+          int64_t wrong = 0;
+          for (int64_t i = 0; i < s.Q.rows(); ++i)
+            for (int64_t p = 0; p < k; ++p) {
+              const auto [key, id] = want[size_t(i)][size_t(p)];
+              const double value = metric == Metric::l2 ? std::sqrt(key) : metric == Metric::sqeuclidean ? key : -key;
+              if (r.ids(i, p) != id || r.values(i, p) != float(value)) {
+                ++wrong;
+                break;
+              }
+            }
+          EXPECT_EQ(wrong, 0) << s.name << " " << to_string(metric) << " k=" << k << (on_device ? " device" : " host")
+                              << ": queries that differ";
+        }
+      }
+    }
 }
 
 // One query over 50,000 rows, k up to 1000. The CPU cuts the base into stripes so that every

@@ -85,10 +85,6 @@ TEST_P(TreeKnn, EqualsBruteForceAndTheFloat64Ranking) {
           ASSERT_EQ(tree.values(q, c), float(v));
         }
       }
-      // Brute force keeps k + 16 candidates by its float32 keys before re-scoring, so more than
-      // that many rows tied at the k-th distance (the duplicate-heavy sets) can leave it holding
-      // higher ids than the rule asks for; elsewhere the two agree bit for bit.
-      if (shape == Shape::duplicates) continue;
       const KnnResult brute = knn(ctx, Q.view(), X.view(), k, metric, KnnMethod::brute);
       ASSERT_TRUE(std::equal(brute.ids.data(), brute.ids.data() + brute.ids.size(), tree.ids.data()))
           << name(shape) << " d " << d << " " << to_string(metric) << " k " << k;

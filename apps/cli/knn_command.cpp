@@ -82,9 +82,9 @@ void run_knn(const KnnOptions& o) {
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
   // describe_device resolved ctx.device (cpu or gpu): the route knn took.
-  const bool tree = method == KnnMethod::tree ||
-                    (method == KnnMethod::automatic && (ctx.device == Device::cpu || o.k <= 128) &&
-                     tree_knn_is_faster(ctx, Q.rows(), X.rows(), X.cols(), metric));
+  const bool tree =
+      method == KnnMethod::tree || (method == KnnMethod::automatic && (ctx.device == Device::cpu || o.k <= 128) &&
+                                    tree_knn_is_faster(ctx, Q.rows(), X.rows(), X.cols(), metric));
   std::fprintf(stderr, "simkit knn: %s queries x %s base, d = %lld, k = %lld, %s, %s on %s: %s (read %s, write %s)\n",
                with_commas(Q.rows()).c_str(), with_commas(X.rows()).c_str(), (long long)X.cols(), (long long)o.k,
                to_string(metric), tree ? "tree" : "brute force", where.c_str(), format_duration(search_s).c_str(),

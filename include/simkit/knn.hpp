@@ -35,7 +35,10 @@ struct KnnResult {
 /// found through the fast float32 product (the ||q||^2 - 2 q.x + ||x||^2 expansion for the
 /// distances) are re-scored directly in float64 and ranked by (float64 value, id), so the CPU
 /// and the GPU return the same ids, also on near-ties, and the values are the float64 ones
-/// rounded to float. l1 is summed directly in float32 and ranked on those values.
+/// rounded to float. For l2, sqeuclidean, dot and cosine (on the GPU, k <= 1024) a query whose
+/// candidates provably hold its best k (a float32 error bound) is done; one where more rows tie
+/// at the k-th value than the candidates hold is ranked in float64 against every row. l1 is
+/// summed directly in float32 and ranked on those values.
 /// Throws Error(invalid_argument) when k < 1, k > n, sets are empty, dimensions differ,
 /// output shapes are wrong, or an input holds NaN/Inf; Error(unsupported) for KnnMethod::tree
 /// outside its domain.

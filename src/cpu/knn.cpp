@@ -11,8 +11,10 @@
 // that; on integer data many values tie exactly, and equal rows need not get equal bits from
 // sgemm; all of these must come out as in a float64 computation with ties to the lower id. So
 // the selection keeps k_c = k + max(16, k / 8) candidates, re-scores each one directly in
-// float64 (cpu/exact.hpp) and ranks them by (exact value, id). l1 is computed directly and
-// ranked by the block values themselves.
+// float64 (core/exact_metric.hpp) and ranks them by (exact value, id). Where many rows tie at
+// the k-th value the margin is not enough (the rounding picks an arbitrary part of the tied
+// group): such queries fail the check of core/knn_certify.hpp and are redone exactly against
+// every row. l1 is computed directly and ranked by the block values themselves.
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +25,7 @@
 #include "core/rescore.hpp"
 #include "cpu/block.hpp"
 #include "cpu/cpu_backend.hpp"
+#include "cpu/dot_family.hpp"
 #include "cpu/select/top_k.hpp"
 
 namespace simkit::detail::cpu {
@@ -54,13 +57,30 @@ struct Partial {
   std::vector<int64_t> start;
 };
 
+/// KnnBound::relative of the squared distances of sqdist_epilogue (dot_family.cpp): an entry it
+/// trusts has float value F >= tau S, S = ||q||^2 + ||x||^2, and errs by at most the product's
+/// 2 eps ||q|| ||x|| <= eps S <= eps F / tau (the float64 sums add ~2^-52 S), plus 2^-24 F for
+/// the float result; an entry it does not trust is the direct float64 sum, rounded once. Both
+/// stay within (eps / tau + 2^-22) F.
+double relative_key_error(const MetricPlan& plan, int64_t d) {
+  if (!plan.expanded) return 0.0;
+  return (fp32_product_eps(d) + 0x1p-48) / cancellation_threshold(d) + 0x1p-22;
+}
+
 /// Turns one query's candidates into its k output values and ids, best first.
 class Finisher {
  public:
-  Finisher(const KnnArgs& a, int64_t kc) : a_(a), kc_(kc) {}
+  Finisher(const KnnArgs& a, int64_t kc, int64_t n)
+      : a_(a),
+        kc_(kc),
+        n_(n),
+        check_(a.plan.rescores() ? KnnCheck::make(a.plan, a.X, a.row_mask, relative_key_error(a.plan, a.X.cols))
+                                 : KnnCheck{}) {}
 
   void write(int64_t query, std::vector<Candidate>& cands, Scratch& sc) const {
     const MetricPlan& plan = a_.plan;
+    // Fewer than kc offered (all stripes together): every allowed row is a candidate.
+    const bool all_kept = static_cast<int64_t>(cands.size()) < kc_ || kc_ >= n_;
     // Only the best kc by the float key are kept, and only they are worth the exact re-score.
     if (static_cast<int64_t>(cands.size()) > kc_) {
       std::nth_element(cands.begin(), cands.begin() + (kc_ - 1), cands.end(), ranks_before);
@@ -71,8 +91,12 @@ class Finisher {
     if (plan.rescores()) {
       sc.ids.clear();
       for (const Candidate& c : cands) sc.ids.push_back(c.id);
-      rescore_rank(plan, a_.Q.row(query), a_.X, sc.ids.data(), static_cast<int64_t>(sc.ids.size()), a_.k, vals, out_ids,
-                   sc.exact);
+      const double kth = rescore_rank(plan, a_.Q.row(query), a_.X, sc.ids.data(), static_cast<int64_t>(sc.ids.size()),
+                                      a_.k, vals, out_ids, sc.exact);
+      // Near-ties at the k-th key can leave rows of the rule's best k out of the kc: the check
+      // of core/knn_certify.hpp finds such queries and redoes them exactly.
+      const float worst = all_kept ? 0.0f : std::max_element(cands.begin(), cands.end(), ranks_before)->key;
+      check_.settle(a_.Q.row(query), all_kept, kth, worst, a_.k, vals, out_ids, sc.exact);
       return;
     }
     std::sort(cands.begin(), cands.end(), ranks_before);
@@ -85,7 +109,8 @@ class Finisher {
 
  private:
   const KnnArgs& a_;
-  int64_t kc_;
+  int64_t kc_, n_;
+  KnnCheck check_;
 };
 
 }  // namespace
@@ -98,7 +123,7 @@ void CpuBackend::knn(const Context& ctx, const KnnArgs& a) const {
     const BlockEngine engine(a.plan, Q, X, threads);
     const int64_t m = Q.rows, n = X.rows;
     const int64_t kc = a.plan.candidates(a.k, n);
-    const Finisher finisher(a, kc);
+    const Finisher finisher(a, kc, n);
     const bool negate = a.plan.negate;
     const std::vector<float> poison = a.row_mask ? filter_poison(a.row_mask, n) : std::vector<float>{};
 

@@ -13,11 +13,14 @@
 //              when its buffers may be reused.
 //   finish     the kc candidates re-scored in float64 (cuda/rescore.cu on the device, or
 //              core/rescore.cpp when the base lives on the host), ranked by (key, id), the best
-//              k written out -- the rule the CPU backend applies too.
+//              k written out -- the rule the CPU backend applies too; then the check of
+//              core/knn_certify.hpp, and the queries it does not settle (heavy ties at the k-th
+//              key) redone against every base row.
 //
 // Memory is bounded by the budget whatever n: two tiles, one query batch, its lists. k > 1024
 // goes to the host-selection fallback (knn_fallback.cpp).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -165,6 +168,7 @@ class KnnRun {
     select_ = call.select_stream(two_streams());
     copy_ = s_.x_host ? call.copy_stream() : main_;
     if (s_.global_aux) row_prep(s_.keys.aux_op, a.X.data, d, nullptr, 0, aux_all_, s_.n, d, main_);
+    set_up_check(centre);
   }
 
   /// Queries [q0, q0 + mb): the running lists over every tile, then the best k out.
@@ -229,6 +233,28 @@ class KnnRun {
     check_cuda(cudaEventRecord(sl.events->selected, select_), "cudaEventRecord");
   }
 
+  // The check of core/knn_certify.hpp: the bound of the call (for dot, the largest base norm,
+  // summed on the device into state_i_'s first word before any batch uses it).
+  void set_up_check(const std::vector<float>& centre) {
+    const MetricPlan& plan = s_.plan;
+    if (!plan.rescores() || !knn_checked(plan.exact)) return;
+    check_ = KnnCheck::make(plan, a_.X, a_.row_mask);
+    check_.centre = centre.empty() ? nullptr : centre.data();
+    check_.gpu_keys = true;
+    if (plan.exact == ExactForm::dot && !s_.x_host) {
+      unsigned long long bits = 0;
+      auto* acc = reinterpret_cast<unsigned long long*>(state_i_);
+      check_cuda(cudaMemsetAsync(acc, 0, sizeof bits, main_), "cudaMemsetAsync");
+      max_sq_norm(a_.X.data, s_.d, s_.n, s_.d, acc, main_);
+      check_cuda(cudaMemcpyAsync(&bits, acc, sizeof bits, cudaMemcpyDeviceToHost, main_), "cudaMemcpyAsync");
+      check_cuda(cudaStreamSynchronize(main_), "cudaStreamSynchronize");
+      double sq = 0;
+      std::memcpy(&sq, &bits, sizeof sq);
+      check_.bound.x_max = std::sqrt(sq);
+    }
+    checking_ = true;
+  }
+
   void finish(const TopKLists& lists, int64_t q0, int64_t mb, const float* q_raw) {
     const int64_t k = s_.k, d = s_.d, C = s_.capacity;
     const MetricPlan& plan = s_.plan;
@@ -246,6 +272,54 @@ class KnnRun {
     }
     values_.back(q0, mb, main_);
     ids_.back(q0, mb, main_);
+    if (checking_) settle_on_device(q0, mb, q_raw, v);
+  }
+
+  // The check for a batch whose candidates were re-scored on the device; the queries it does
+  // not settle (rare: heavy ties at the k-th key) are redone against every base row.
+  void settle_on_device(int64_t q0, int64_t mb, const float* q_raw, const float* v) {
+    const KeyToValue to{s_.plan.negate, s_.plan.root};
+    // exact_ is free once sort_output has read it: it takes the per-query bounds.
+    unsettled_queries(UnsettledArgs{check_.bound, to, q_raw, s_.d, s_.d, s_.translated ? centre_ : nullptr, state_k_,
+                                    state_i_, s_.capacity, s_.kc, v, s_.k, mb},
+                      exact_, main_);
+    host_upper_.resize(size_t(mb));
+    check_cuda(cudaMemcpyAsync(host_upper_.data(), exact_, size_t(mb) * 8, cudaMemcpyDeviceToHost, main_),
+               "cudaMemcpyAsync");
+    // Also completes the outputs' copies back, which the redone rows then overwrite.
+    check_cuda(cudaStreamSynchronize(main_), "cudaStreamSynchronize");
+    for (int64_t r = 0; r < mb; ++r)
+      if (!std::isnan(host_upper_[size_t(r)])) redo_on_device(q0 + r, q_raw + r * s_.d, host_upper_[size_t(r)]);
+  }
+
+  // Query `query` (device row q) ranked exactly against every allowed base row: the float64
+  // keys in chunks through the first tile slot (free after the selection), filtered by U on
+  // the host, ranked there, written over the query's output row.
+  void redo_on_device(int64_t query, const float* q, double upper) {
+    const int64_t n = s_.n, k = s_.k, chunk = std::max<int64_t>(1, p_.mb * p_.ldt / 2);
+    auto* keys = reinterpret_cast<double*>(slot_[0].tile);
+    host_keys_.resize(size_t(std::min(chunk, n)));
+    pairs_.clear();
+    for (int64_t j0 = 0; j0 < n; j0 += chunk) {
+      const int64_t count = std::min(chunk, n - j0);
+      exact_keys_rows(s_.plan.exact, q, a_.X.data, s_.d, s_.d, j0, count, keys, main_);
+      check_cuda(cudaMemcpyAsync(host_keys_.data(), keys, size_t(count) * 8, cudaMemcpyDeviceToHost, main_),
+                 "cudaMemcpyAsync");
+      check_cuda(cudaStreamSynchronize(main_), "cudaStreamSynchronize");
+      for (int64_t c = 0; c < count; ++c) {
+        const int64_t j = j0 + c;
+        if (a_.row_mask != nullptr && ((a_.row_mask[j >> 6] >> (j & 63)) & 1u) == 0) continue;
+        if (!(host_keys_[size_t(c)] > upper)) pairs_.emplace_back(host_keys_[size_t(c)], j);
+      }
+    }
+    host_values_.resize(size_t(k));
+    host_out_ids_.resize(size_t(k));
+    rank_pairs(s_.plan, pairs_, k, host_values_.data(), host_out_ids_.data());
+    // cudaMemcpyDefault: each destination may be host or device.
+    check_cuda(cudaMemcpy(a_.values.data + query * k, host_values_.data(), size_t(k) * 4, cudaMemcpyDefault),
+               "cudaMemcpy");
+    check_cuda(cudaMemcpy(a_.ids.data + query * k, host_out_ids_.data(), size_t(k) * 8, cudaMemcpyDefault),
+               "cudaMemcpy");
   }
 
   // The base is on the host: the candidates are re-scored there (their rows never come over).
@@ -254,6 +328,12 @@ class KnnRun {
     host_ids_.resize(size_t(mb) * C);
     check_cuda(cudaMemcpyAsync(host_ids_.data(), state_i_, size_t(mb) * C * 8, cudaMemcpyDeviceToHost, main_),
                "cudaMemcpyAsync");
+    if (checking_) {  // the worst kept float key of each query, for the check
+      host_worst_.resize(size_t(mb));
+      check_cuda(cudaMemcpy2DAsync(host_worst_.data(), 4, state_k_ + (s_.kc - 1), size_t(C) * 4, 4, size_t(mb),
+                                   cudaMemcpyDeviceToHost, main_),
+                 "cudaMemcpy2DAsync");
+    }
     const float* q_host = a_.Q.data + q0 * d;
     if (!s_.q_host) {
       host_q_.resize(size_t(mb) * d);
@@ -267,7 +347,8 @@ class KnnRun {
     host_out_ids_.resize(direct ? 0 : size_t(mb) * k);
     float* v = direct ? a_.values.data + q0 * k : host_values_.data();
     int64_t* i = direct ? a_.ids.data + q0 * k : host_out_ids_.data();
-    rescore_rank_rows(s_.plan, MatrixView<const float>(q_host, mb, d), a_.X, host_ids_.data(), C, s_.kc, k, v, i);
+    rescore_rank_rows(s_.plan, MatrixView<const float>(q_host, mb, d), a_.X, host_ids_.data(), C, s_.kc, k, v, i,
+                      checking_ ? &check_ : nullptr, host_worst_.data());
     if (!direct) {
       // cudaMemcpyDefault: each destination may be host or device independently.
       check_cuda(cudaMemcpyAsync(a_.values.data + q0 * k, v, size_t(mb) * k * 4, cudaMemcpyDefault, main_),
@@ -293,8 +374,12 @@ class KnnRun {
   Slot slot_[2];
   DeviceMatrix<int64_t> mask_;  // KnnArgs::row_mask on the device (32-bit words, little-endian)
   cudaStream_t main_ = nullptr, select_ = nullptr, copy_ = nullptr;
-  std::vector<float> host_q_, host_values_;
+  std::vector<float> host_q_, host_values_, host_worst_;
   std::vector<int64_t> host_ids_, host_out_ids_;
+  KnnCheck check_;  // core/knn_certify.hpp's check, when checking_
+  bool checking_ = false;
+  std::vector<double> host_upper_, host_keys_;
+  ExactPairs pairs_;
 };
 
 }  // namespace

@@ -7,7 +7,9 @@
 // computes and copies tile t + 1. Device memory stays bounded by the budget, host memory by
 // one query batch's candidate lists. The candidates kept (plan.candidates) are re-scored in
 // float64 and ranked by the rule of every k-NN path (cuda/rescore.cu on the device when the
-// base is there, core/rescore.cpp otherwise), so this path gives the same answers.
+// base is there, core/rescore.cpp otherwise), so this path gives the same answers -- except
+// where more rows tie at the k-th key than the margin holds: the check of core/knn_certify.hpp
+// is not applied here yet (its keys are the metric's values, not the device lists' keys).
 #include <algorithm>
 #include <string>
 #include <vector>
