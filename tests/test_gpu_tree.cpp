@@ -115,18 +115,23 @@ TEST_P(GpuTreeKnn, RadiusListsAreTheRankingCutAtTheRadius) {
   const Context ctx = gpu_context();
   const Matrix<float> X = points(shape, 1500, d, 17 + uint64_t(d)), Q = points(shape, 60, d, 170 + uint64_t(d));
   const auto first = ranked(Q, 0, X);
-  const double radius = std::sqrt(first[19].first) * 1.0001;  // lists of a few dozen
-  const RadiusResult r = radius_search(ctx, Q.view(), X.view(), radius, Metric::l2);
-  ASSERT_EQ(r.offsets.size(), size_t(Q.rows() + 1));
-  EXPECT_EQ(r.capped, 0);
-  for (int64_t i = 0; i < Q.rows(); ++i) {
-    const auto all = ranked(Q, i, X);
-    int64_t want = 0;
-    while (want < X.rows() && std::sqrt(all[size_t(want)].first) <= radius) ++want;
-    ASSERT_EQ(r.offsets[size_t(i) + 1] - r.offsets[size_t(i)], want) << name(shape) << " d " << d << " q " << i;
-    for (int64_t p = 0; p < want; ++p) {
-      ASSERT_EQ(r.ids[size_t(r.offsets[size_t(i)] + p)], all[size_t(p)].second);
-      ASSERT_EQ(r.values[size_t(r.offsets[size_t(i)] + p)], value_of(Metric::l2, all[size_t(p)].first));
+  for (Metric metric : {Metric::l2, Metric::sqeuclidean}) {
+    const double radius = double(value_of(metric, first[19].first)) * 1.0001;  // lists of a few dozen
+    const RadiusResult r = radius_search(ctx, Q.view(), X.view(), radius, metric);
+    ASSERT_EQ(r.offsets.size(), size_t(Q.rows() + 1));
+    EXPECT_EQ(r.capped, 0);
+    for (int64_t i = 0; i < Q.rows(); ++i) {
+      const auto all = ranked(Q, i, X);
+      int64_t want = 0;  // the value compared in float64, as the search does
+      while (want < X.rows() &&
+             (metric == Metric::l2 ? std::sqrt(all[size_t(want)].first) : all[size_t(want)].first) <= radius)
+        ++want;
+      ASSERT_EQ(r.offsets[size_t(i) + 1] - r.offsets[size_t(i)], want)
+          << name(shape) << " d " << d << " " << to_string(metric) << " q " << i;
+      for (int64_t p = 0; p < want; ++p) {
+        ASSERT_EQ(r.ids[size_t(r.offsets[size_t(i)] + p)], all[size_t(p)].second);
+        ASSERT_EQ(r.values[size_t(r.offsets[size_t(i)] + p)], value_of(metric, all[size_t(p)].first));
+      }
     }
   }
 }

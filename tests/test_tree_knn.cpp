@@ -97,20 +97,22 @@ TEST_P(TreeKnn, RadiusListsAreTheBruteRankingCutAtTheRadius) {
   const auto [shape, d] = GetParam();
   const Context ctx = cpu_context(2);
   const Matrix<float> X = points(shape, 1500, d, 17 + uint64_t(d)), Q = points(shape, 60, d, 170 + uint64_t(d));
-  const KnnResult all = knn(ctx, Q.view(), X.view(), X.rows(), Metric::l2, KnnMethod::brute);
-  // The radius of the 20th neighbour of query 0, a little widened: lists of a few dozen.
-  const double radius = double(all.values(0, 19)) * 1.0001;
-  const RadiusResult r = radius_search(ctx, Q.view(), X.view(), radius, Metric::l2);
-  ASSERT_EQ(r.offsets.size(), size_t(Q.rows() + 1));
-  EXPECT_EQ(r.capped, 0);
-  for (int64_t i = 0; i < Q.rows(); ++i) {
-    int64_t want = 0;  // the brute ranking up to the radius (values are the same float64 rounded)
-    while (want < X.rows() && double(all.values(i, want)) <= radius) ++want;
-    const int64_t got = r.offsets[size_t(i) + 1] - r.offsets[size_t(i)];
-    ASSERT_EQ(got, want) << name(shape) << " d " << d << " query " << i;
-    for (int64_t p = 0; p < got; ++p) {
-      ASSERT_EQ(r.ids[size_t(r.offsets[size_t(i)] + p)], all.ids(i, p));
-      ASSERT_EQ(r.values[size_t(r.offsets[size_t(i)] + p)], all.values(i, p));
+  for (Metric metric : {Metric::l2, Metric::sqeuclidean}) {
+    const KnnResult all = knn(ctx, Q.view(), X.view(), X.rows(), metric, KnnMethod::brute);
+    // The radius of the 20th neighbour of query 0, a little widened: lists of a few dozen.
+    const double radius = double(all.values(0, 19)) * 1.0001;
+    const RadiusResult r = radius_search(ctx, Q.view(), X.view(), radius, metric);
+    ASSERT_EQ(r.offsets.size(), size_t(Q.rows() + 1));
+    EXPECT_EQ(r.capped, 0);
+    for (int64_t i = 0; i < Q.rows(); ++i) {
+      int64_t want = 0;  // the brute ranking up to the radius (values are the same float64 rounded)
+      while (want < X.rows() && double(all.values(i, want)) <= radius) ++want;
+      const int64_t got = r.offsets[size_t(i) + 1] - r.offsets[size_t(i)];
+      ASSERT_EQ(got, want) << name(shape) << " d " << d << " " << to_string(metric) << " query " << i;
+      for (int64_t p = 0; p < got; ++p) {
+        ASSERT_EQ(r.ids[size_t(r.offsets[size_t(i)] + p)], all.ids(i, p));
+        ASSERT_EQ(r.values[size_t(r.offsets[size_t(i)] + p)], all.values(i, p));
+      }
     }
   }
 }
