@@ -4,8 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .deps && mkdir -p .deps/debs
+# The OpenCL headers (C and C++) and the ICD loader's libOpenCL.so, for the merge sort study's
+# OpenCL port (cmake/SimkitOpenCL.cmake): the machine has NVIDIA's OpenCL driver but no -dev
+# packages. ocl-icd-libopencl1 comes too, since the -dev package's libOpenCL.so is a link to its
+# libOpenCL.so.1.0.0, which find_library needs beside it; at run time that loader (on
+# LD_LIBRARY_PATH in scripts/device-check.sh) finds NVIDIA's driver by /etc/OpenCL/vendors.
 (cd .deps/debs && apt-get download libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5 \
-  libquadmath0 libcli11-dev libgtest-dev libgmock-dev)
+  libquadmath0 libcli11-dev libgtest-dev libgmock-dev \
+  ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-c-headers opencl-clhpp-headers)
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
 # The server's libraries (apps/server/): SQLite, prometheus-cpp's core, nlohmann-json, and of
 # Boost (about 180 MB of headers) only the ones the server and loadgen include, as g++ lists them.

@@ -1,6 +1,6 @@
-// `simkit bench pairwise | knn | gauss | primitives | kmeans | ann | writes | nbody | tree`: the command line, the
-// shared set-up (device, run counts, header) and the CSV writer. The suites themselves are in bench_<suite>.cpp; the
-// device-free logic in bench_harness.hpp.
+// `simkit bench pairwise | knn | gauss | primitives | kmeans | ann | writes | nbody | tree | mergesort`: the command
+// line, the shared set-up (device, run counts, header) and the CSV writer. The suites themselves are in
+// bench_<suite>.cpp; the device-free logic in bench_harness.hpp.
 
 #include <cstdio>
 #include <fstream>
@@ -76,10 +76,16 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
 
 namespace {
 
-void add_common_options(CLI::App* sub, bench::Options& o, const char* repeat_help, const char* warmup_help) {
-  sub->add_option("--device", o.device, "cpu, gpu or auto (the GPU when one is usable)")
-      ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
-      ->capture_default_str();
+/// `device_help` replaces the usual cpu | gpu | auto choice (checked here) by a suite's own
+/// (checked by the suite).
+void add_common_options(CLI::App* sub, bench::Options& o, const char* repeat_help, const char* warmup_help,
+                        const char* device_help = nullptr) {
+  if (device_help)
+    sub->add_option("--device", o.device, device_help)->capture_default_str();
+  else
+    sub->add_option("--device", o.device, "cpu, gpu or auto (the GPU when one is usable)")
+        ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
+        ->capture_default_str();
   sub->add_option("--repeat", o.repeat, repeat_help)->check(CLI::Range(1, 1000000));
   sub->add_option("--warmup", o.warmup, warmup_help)->check(CLI::Range(0, 100000));
   sub->add_option("--csv", o.csv, "also write the results as CSV to this file");
@@ -355,6 +361,35 @@ void add_bench_command(CLI::App& app) {
       "  simkit bench tree --device gpu --dims 3 --crossover --brute-queries 100000\n"
       "  python3 bench/peers/tree_peers.py --threads 2          # SciPy's cKDTree, the CPU peer\n");
   tr_cmd->callback([tr] { bench::run_tree_suite(*tr); });
+
+  auto ms = std::make_shared<bench::Options>();
+  ms->device = "cpu";
+  ms->inputs = "sorted,reversed,random";
+  auto* ms_cmd = bench_cmd->add_subcommand(
+      "mergesort",
+      "The MergePath seed's merge sort study: its sequential hybrid sort, the naive tree merge and Merge Path in "
+      "CUDA, Merge Path in OpenCL, beside simkit::sort and std::sort; the seed's sweeps of size_i, block size and n "
+      "(kernel time, time with copies, GB/s against measured copy bandwidth, speed-up over sequential)");
+  add_common_options(ms_cmd, *ms, "timed runs (default 10 on the GPU, 3 on the CPU)",
+                     "untimed runs before them (default 1 on the GPU, 0 on the CPU)",
+                     "cpu, gpu, opencl, or several comma-separated (gpu,opencl: CUDA and OpenCL on the same card)");
+  ms_cmd->add_option("--sizes", ms->sizes, "log2 n of the n sweep, comma-separated (default 20,25,27)");
+  ms_cmd->add_option("--inputs", ms->inputs, "sorted, reversed, random (comma-separated)")->capture_default_str();
+  ms_cmd->add_option("--size-i", ms->size_i, "insertion run lengths of the size_i sweep")->capture_default_str();
+  ms_cmd->add_option("--blocks", ms->blocks, "threads per block of the block sweep (GPU and OpenCL versions)")
+      ->capture_default_str();
+  ms_cmd->add_option("--sweep-n", ms->sweep_log_n, "log2 n of the size_i and block sweeps")
+      ->check(CLI::Range(1, 30))
+      ->capture_default_str();
+  ms_cmd->add_option("--block", ms->block, "threads per block during the size_i sweep")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  ms_cmd->add_option("--plot", ms->plot, "draw the seed's figures into this .png (needs python3 with matplotlib)");
+  ms_cmd->footer(
+      "Examples:\n  simkit bench mergesort --device cpu --threads 2 --sizes 20,25 --plot cpu.png\n"
+      "  simkit bench mergesort --device gpu,opencl --csv gpu.csv --plot gpu.png   # CUDA and OpenCL, one card\n"
+      "  simkit bench mergesort --device opencl --sweep-n 20 --sizes 16,20          # OpenCL on PoCL, quick\n");
+  ms_cmd->callback([ms] { bench::run_mergesort_suite(*ms); });
 }
 
 }  // namespace simkit::cli

@@ -67,6 +67,12 @@ struct Options {
   int64_t brute_queries = 0;  // 0: all
   double neighbours = 32;     // the radius search's average; 0: none
   bool crossover = false;
+  // mergesort only (device = a list of cpu, gpu, opencl; sizes = log2 n of the n sweep; inputs)
+  std::string size_i = "2,4,8,16,32,64,128,256,512,1024,2048,4096";
+  std::string blocks = "1,32,64,128,256,512,1024";
+  int64_t sweep_log_n = 25;  // the size_i and block sweeps' n = 2^this
+  int block = 1024;          // the size_i sweep's threads per block (the seed's)
+  int64_t seq_size_i = 32;   // the sequential baseline's run length when no CPU sweep ran
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp
@@ -80,6 +86,7 @@ void run_filters_suite(const Options& options);     // bench_filters.cpp
 void run_strategies_suite(const Options& options);  // bench_strategies.cpp
 void run_nbody_suite(const Options& options);       // bench_nbody.cpp
 void run_tree_suite(const Options& options);        // bench_tree.cpp
+void run_mergesort_suite(const Options& options);   // bench_mergesort.cpp
 
 /// What a suite runs with once the options are resolved (bench.cpp).
 struct Setup {
