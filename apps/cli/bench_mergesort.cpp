@@ -215,6 +215,25 @@ void write_csv_rows(const std::string& path, const std::vector<Result>& rows) {
   if (!written) throw Error(ErrorCode::io, "bench mergesort: could not write " + path);
 }
 
+/// `block`, or the widest power of two below it that the version's device takes: NVIDIA's
+/// OpenCL driver allows these kernels 256 work-items a group where CUDA takes 1,024 (the
+/// OpenCL version refuses a larger one rather than run something else under its label).
+int widest_block(const Version& v, const std::vector<int32_t>& input, int block) {
+  if (!v.has_block) return block;
+  const std::vector<int32_t> small(input.begin(), input.begin() + std::min<size_t>(input.size(), 4096));
+  for (int b = block; b >= 1; b /= 2) {
+    try {
+      std::vector<int32_t> data = small;
+      v.sort(data, 8, b);
+      return b;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::invalid_argument || std::string(e.what()).find("work-group") == std::string::npos)
+        throw;
+    }
+  }
+  throw Error(ErrorCode::unsupported, v.name + ": no work-group size the device takes");
+}
+
 /// Best (size_i, block) per version and input, by kernel time.
 using Best = std::map<std::pair<std::string, std::string>, std::pair<int64_t, int>>;
 
@@ -231,16 +250,22 @@ Best sweep_size_i_and_block(const Options& o, const Setup& s, const std::vector<
     std::sort(want.begin(), want.end());
     for (const Version& v : versions) {
       Result top, fastest;
+      const int block = widest_block(v, in, o.block);
       for (int64_t size_i : size_is) {
-        Result r = time_version(v, in, want, size_i, o.block, s.repeat, s.warmup);
+        Result r = time_version(v, in, want, size_i, block, s.repeat, s.warmup);
         r.sweep = "size_i", r.input = input;
         print_result(r);
         if (top.kernel_ms == 0 || r.kernel_ms < top.kernel_ms) top = r;
         rows.push_back(r);
       }
       fastest = top;
-      for (int64_t block : v.has_block ? blocks : std::vector<int64_t>{}) {
-        Result r = time_version(v, in, want, top.size_i, int(block), s.repeat, s.warmup);
+      for (int64_t b : v.has_block ? blocks : std::vector<int64_t>{}) {
+        if (b > block) {  // beyond what the device takes for these kernels (widest_block)
+          std::printf("  block  %-7s %-30s %-8s: block %lld skipped, the device's limit is %d\n", v.device.c_str(),
+                      v.name.c_str(), input.c_str(), (long long)b, block);
+          continue;
+        }
+        Result r = time_version(v, in, want, top.size_i, int(b), s.repeat, s.warmup);
         r.sweep = "block", r.input = input;
         print_result(r);
         if (r.kernel_ms < fastest.kernel_ms) fastest = r;
