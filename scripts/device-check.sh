@@ -52,6 +52,14 @@ if [ -d "$deps" ]; then
   prefix="-DCMAKE_PREFIX_PATH=$deps -DCMAKE_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu"
   export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}"
 fi
+# The OpenCL loader finds drivers through ICD files; the GPU machine ships NVIDIA's OpenCL driver
+# (libnvidia-opencl.so.1) but no /etc/OpenCL/vendors/nvidia.icd, so without this only PoCL shows.
+if [ ! -e /etc/OpenCL/vendors/nvidia.icd ] && ldconfig -p | grep -q libnvidia-opencl.so.1; then
+  icd=/tmp/simkit-opencl-vendors && mkdir -p "$icd"
+  ldconfig -p | grep -o '/[^ ]*libnvidia-opencl.so.1' | head -1 >"$icd/nvidia.icd"
+  cp /etc/OpenCL/vendors/*.icd "$icd/" 2>/dev/null || true
+  export OCL_ICD_VENDORS=$icd
+fi
 base_build=$root/build-base
 if [ -n "${BASE_SRC:-}" ]; then
   log "building BASE_SRC=$BASE_SRC beside (the command line only)"
