@@ -384,8 +384,9 @@ void add_bench_command(CLI::App& app) {
   ms_cmd->add_option("--block", ms->block, "threads per block during the size_i sweep")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  ms_cmd->add_option("--seq-size-i", ms->seq_size_i,
-                     "the sequential baseline's size_i when --device has no cpu (whose sweep finds its best)")
+  ms_cmd
+      ->add_option("--seq-size-i", ms->seq_size_i,
+                   "the sequential baseline's size_i when --device has no cpu (whose sweep finds its best)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20))
       ->capture_default_str();
   ms_cmd->add_option("--plot", ms->plot, "draw the seed's figures into this .png (needs python3 with matplotlib)");
