@@ -27,7 +27,8 @@
 # cases (default synthetic; add wordnet when its data is there); ANN_CASES the ann cases (default
 # synthetic,seed), ANN_ARGS / TORCH_ANN_ARGS extra arguments of each side; SIMKIT_COMMIT names the
 # commit in the table. BENCH_SUITES=python times the Python binding against the same C++ call;
-# BENCH_SUITES=strategies runs the similarity study (STRATEGIES_ARGS: extra arguments) and its peer.
+# BENCH_SUITES=strategies runs the similarity study (STRATEGIES_ARGS: extra arguments) and its peer;
+# BENCH_SUITES=mergesort the merge sort study (MERGESORT_DEVICES, MERGESORT_ARGS).
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
 # needs (OpenBLAS, CLI11, GoogleTest) travel unpacked in .deps/root (scripts/fetch-device-deps.sh
@@ -103,12 +104,12 @@ if { [ "$what" = all ] || [ "$what" = tests ] && [ "${SANITIZER:-1}" = 1 ]; } ||
   pids=()
   rm -f /tmp/san-*
   for name in test_knn test_pairwise test_primitives test_kmeans test_index test_index_writes test_ivf_pq test_lsh test_gpu_ivf_pq \
-    test_gpu_gauss test_gpu_ifgt test_gpu_stream test_nbody test_gpu_nbody test_gpu_tree; do
+    test_gpu_gauss test_gpu_ifgt test_gpu_stream test_nbody test_gpu_nbody test_gpu_tree test_mergesort_study; do
     exe=$build/tests/$name
     [ -x "$exe" ] || continue
     if [ -n "${SANITIZER_TESTS:-}" ] && [[ " $SANITIZER_TESTS " != *" $name "* ]]; then continue; fi
     positive='*'
-    case $name in test_knn | test_pairwise | test_primitives | test_kmeans | test_index | test_index_writes | test_ivf_pq | test_lsh | test_nbody)
+    case $name in test_knn | test_pairwise | test_primitives | test_kmeans | test_index | test_index_writes | test_ivf_pq | test_lsh | test_nbody | test_mergesort_study)
       positive='*/gpu:*_gpu:*GpuOnly.*' ;;
     esac
     filter="$positive${SANITIZER_EXCLUDE:+-$SANITIZER_EXCLUDE}"
@@ -181,6 +182,15 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
         --plot "$OUT/strategies-gpu.png" 2>&1 | tee "$OUT/strategies-gpu.txt" | tail -80 >>"$OUT/summary.txt" || status=1
       PYTHONUNBUFFERED=1 python3 "$root/bench/peers/strategies_torch.py" --csv "$OUT/strategies-torch.csv" 2>&1 |
         tee -a "$OUT/summary.txt" || status=1
+      continue
+    fi
+    if [ "$suite" = mergesort ]; then
+      # The merge sort study: CUDA and NVIDIA's OpenCL on this card (MERGESORT_ARGS: the sweeps;
+      # the naive merge takes seconds a point, so long runs are split with --study).
+      log "simkit bench mergesort --device ${MERGESORT_DEVICES:-gpu,opencl} ${MERGESORT_ARGS:-}"
+      "$cli" bench mergesort --device "${MERGESORT_DEVICES:-gpu,opencl}" ${MERGESORT_ARGS:-} \
+        --csv "$OUT/mergesort-gpu.csv" 2>&1 | tee "$OUT/mergesort-gpu.txt" | grep -v "^  size_i\|^  block" \
+        >>"$OUT/summary.txt" || status=1
       continue
     fi
     if [ "$suite" = ann ]; then

@@ -389,11 +389,17 @@ void add_bench_command(CLI::App& app) {
                    "the sequential baseline's size_i when --device has no cpu (whose sweep finds its best)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20))
       ->capture_default_str();
+  ms_cmd
+      ->add_option("--study", ms->study,
+                   "the CUDA versions to run, comma-separated: naive, merge-path (the naive merge takes seconds a "
+                   "point at 2^25: run it on its own)")
+      ->capture_default_str();
   ms_cmd->add_option("--plot", ms->plot, "draw the seed's figures into this .png (needs python3 with matplotlib)");
   ms_cmd->footer(
       "Examples:\n  simkit bench mergesort --device cpu --threads 2 --sizes 20,25 --plot cpu.png\n"
       "  simkit bench mergesort --device gpu,opencl --csv gpu.csv --plot gpu.png   # CUDA and OpenCL, one card\n"
-      "  simkit bench mergesort --device opencl --sweep-n 20 --sizes 16,20          # OpenCL on PoCL, quick\n");
+      "  simkit bench mergesort --device opencl --sweep-n 20 --sizes 16,20          # OpenCL on PoCL, quick\n"
+      "  simkit bench mergesort --device gpu --study naive --size-i 8,512 --blocks 1,32   # the slow one alone\n");
   ms_cmd->callback([ms] { bench::run_mergesort_suite(*ms); });
 }
 

@@ -70,9 +70,10 @@ struct Options {
   // mergesort only (device = a list of cpu, gpu, opencl; sizes = log2 n of the n sweep; inputs)
   std::string size_i = "2,4,8,16,32,64,128,256,512,1024,2048,4096";
   std::string blocks = "1,32,64,128,256,512,1024";
-  int64_t sweep_log_n = 25;  // the size_i and block sweeps' n = 2^this
-  int block = 1024;          // the size_i sweep's threads per block (the seed's)
-  int64_t seq_size_i = 32;   // the sequential baseline's run length when no CPU sweep ran
+  int64_t sweep_log_n = 25;                // the size_i and block sweeps' n = 2^this
+  int block = 1024;                        // the size_i sweep's threads per block (the seed's)
+  int64_t seq_size_i = 32;                 // the sequential baseline's run length when no CPU sweep ran
+  std::string study = "naive,merge-path";  // the CUDA versions run (naive takes seconds a point)
 };
 
 void run_pairwise_suite(const Options& options);    // bench_pairwise.cpp

@@ -69,6 +69,17 @@ std::vector<int32_t> make_input(const std::string& kind, int64_t n, uint64_t see
   return v;
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    if (comma > at) out.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
 struct Result {
   std::string sweep, device, version, input;
   int64_t n = 0, size_i = 0;
@@ -115,7 +126,7 @@ StudyTiming host_timed(const std::function<void()>& fn) {
   return {ms, ms, 0, 0};
 }
 
-std::vector<Version> study_versions(const std::string& device, const Setup& s) {
+std::vector<Version> study_versions(const std::string& device, const std::string& study) {
   std::vector<Version> v;
   if (device == "cpu") {
     v.push_back({"cpu", "sequential",
@@ -124,13 +135,17 @@ std::vector<Version> study_versions(const std::string& device, const Setup& s) {
                  },
                  false});
   } else if (device == "gpu") {
-    (void)s;
-    v.push_back({"gpu", "naive (CUDA)", [](std::vector<int32_t>& d, int64_t size_i, int block) {
-                   return mergesort::naive_merge_sort_cuda(d.data(), int64_t(d.size()), size_i, block);
-                 }});
-    v.push_back({"gpu", "merge path (CUDA)", [](std::vector<int32_t>& d, int64_t size_i, int block) {
-                   return mergesort::merge_path_sort_cuda(d.data(), int64_t(d.size()), size_i, block);
-                 }});
+    for (const std::string& name : split_list(study)) {
+      if (name == "naive") {
+        v.push_back({"gpu", "naive (CUDA)", [](std::vector<int32_t>& d, int64_t size_i, int block) {
+                       return mergesort::naive_merge_sort_cuda(d.data(), int64_t(d.size()), size_i, block);
+                     }});
+      } else if (name == "merge-path") {
+        v.push_back({"gpu", "merge path (CUDA)", [](std::vector<int32_t>& d, int64_t size_i, int block) {
+                       return mergesort::merge_path_sort_cuda(d.data(), int64_t(d.size()), size_i, block);
+                     }});
+      }
+    }
   } else if (device == "opencl") {
 #if SIMKIT_CLI_OPENCL
     v.push_back({"opencl", "merge path (OpenCL)", [](std::vector<int32_t>& d, int64_t size_i, int block) {
@@ -282,7 +297,7 @@ Best sweep_size_i_and_block(const Options& o, const Setup& s, const std::vector<
 void sweep_n(const Options& o, const Setup& s, const std::vector<Version>& versions,
              const std::vector<Version>& production, const std::vector<std::string>& inputs, const Best& best,
              double copy_gbps, std::vector<Result>& rows) {
-  const Version sequential = study_versions("cpu", s).front();
+  const Version sequential = study_versions("cpu", o.study).front();
   for (int64_t log_n : parse_int_list(o.sizes.empty() ? "20,25,27" : o.sizes, "--sizes", "20,25")) {
     if (log_n < 0 || log_n > 30) throw Error(ErrorCode::invalid_argument, "--sizes: log2 n in 0 .. 30");
     const int64_t n = int64_t(1) << log_n;
@@ -312,23 +327,15 @@ void sweep_n(const Options& o, const Setup& s, const std::vector<Version>& versi
   }
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    if (comma > at) out.push_back(text.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 void run_mergesort_suite(const Options& o) {
   if (!o.plot.empty()) check_plotting();
   const std::vector<std::string> devices = split_list(o.device == "auto" ? "cpu,gpu" : o.device);
   const std::vector<std::string> inputs = split_list(o.inputs);
+  for (const std::string& name : split_list(o.study))
+    if (name != "naive" && name != "merge-path")
+      throw Error(ErrorCode::invalid_argument, "--study: naive or merge-path (comma-separated), got '" + name + "'");
   const bool any_gpu = std::find(devices.begin(), devices.end(), "gpu") != devices.end();
   Options setup_options = o;
   setup_options.device = any_gpu ? "gpu" : "cpu";
@@ -341,11 +348,11 @@ void run_mergesort_suite(const Options& o) {
   std::vector<Result> rows;
   // The sequential version's own sweep runs with --device cpu; elsewhere it is only the n sweep's
   // baseline, at --seq-size-i (its sweep takes seconds a point at the GPU's sizes).
-  const std::vector<Version> seq = study_versions("cpu", s);
+  const std::vector<Version> seq = study_versions("cpu", o.study);
   const bool cpu_run = std::find(devices.begin(), devices.end(), "cpu") != devices.end();
   const Best seq_best = cpu_run ? sweep_size_i_and_block(o, s, seq, inputs, rows) : Best{};
   for (const std::string& device : devices) {
-    const std::vector<Version> versions = device == "cpu" ? std::vector<Version>{} : study_versions(device, s);
+    const std::vector<Version> versions = device == "cpu" ? std::vector<Version>{} : study_versions(device, o.study);
     if (device == "opencl") std::printf("  opencl:    %s\n", opencl_target().c_str());
     Best best = seq_best;
     for (const auto& [key, value] : sweep_size_i_and_block(o, s, versions, inputs, rows)) best[key] = value;
