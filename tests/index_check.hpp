@@ -64,13 +64,14 @@ inline std::unique_ptr<SearchParams> params_for(const Index& index, SearchKnobs 
   if (type != "ivf_flat" && type != "ivf_pq") knobs.nprobe = 0;
   if (type != "ivf_pq") knobs.refine = 0;
   if (type != "lsh") knobs.probes = 0;
+  if (type != "hnsw") knobs.ef = 0;
   return make_search_params(index, knobs);
 }
 
 /// Each type's exhaustive search: every list probed (clamped to nlist), every ivf_pq candidate
-/// re-ranked (more than the lists hold), every lsh bucket of every table.
+/// re-ranked (more than the lists hold), every lsh bucket of every table, an hnsw beam of every node.
 inline std::unique_ptr<SearchParams> all_lists(const Index& index) {
-  return params_for(index, SearchKnobs{1 << 20, 1 << 20, int64_t(1) << 30});
+  return params_for(index, SearchKnobs{1 << 20, 1 << 20, int64_t(1) << 30, int64_t(1) << 30});
 }
 
 }  // namespace simkit::test

@@ -65,7 +65,9 @@ constexpr Kind kKinds[] = {{"flat", "flat"},
                            {"lsh", "lsh,tables=8,bits=3,probes=8"},
                            {"tree_d3", "tree", 3, true},
                            {"tree_d8", "tree", 8, true},
-                           {"tree_d2", "tree", 2, false}};
+                           {"tree_d2", "tree", 2, false},
+                           {"hnsw", "hnsw,m=8,ef_construction=100,ef=32"},
+                           {"hnsw_reload", "hnsw,m=6,ef_construction=40,ef=16,seed=5", 0, true}};
 
 using Param = std::tuple<Backend, int>;  // backend, index of kKinds
 
@@ -324,8 +326,9 @@ TEST_P(IndexContract, SearchParamsOfAnotherTypeAreRefused) {
   const IvfSearchParams ivf;
   const IvfPqSearchParams pq;
   const LshSearchParams lsh;
+  const HnswSearchParams hnsw;
   for (const SearchParams* given : {static_cast<const SearchParams*>(&ivf), static_cast<const SearchParams*>(&pq),
-                                    static_cast<const SearchParams*>(&lsh)}) {
+                                    static_cast<const SearchParams*>(&lsh), static_cast<const SearchParams*>(&hnsw)}) {
     if (typeid(*given) == typeid(*own)) {
       EXPECT_NO_THROW(index->search(context(), X.view(), 3, *given)) << type;
     } else {
@@ -341,8 +344,9 @@ TEST_P(IndexContract, SearchParamsOfAnotherTypeAreRefused) {
   };
   if (type != "ivf_pq") refused(SearchKnobs{0, 4, 0}, "refine applies to ivf_pq");
   if (type != "lsh") refused(SearchKnobs{0, 0, 2}, "probes applies to lsh");
-  if (type == "flat" || type == "lsh" || type == "tree")
+  if (type == "flat" || type == "lsh" || type == "tree" || type == "hnsw")
     refused(SearchKnobs{8, 0, 0}, "nprobe applies to ivf_flat and ivf_pq");
+  if (type != "hnsw") refused(SearchKnobs{0, 0, 0, 8}, "ef applies to hnsw");
 }
 
 // remove() compacts the rows (and the lists): the allow-list must still meet the right rows, and
@@ -466,9 +470,9 @@ TEST(IndexFileContents, ContradictionsAreRefused) {
   write_flat({0, 1, 2}, 3, 3, "hamming");
   expect_error([&] { load_index(path); }, ErrorCode::io, "unknown metric");
   detail::IndexFileWriter other;
-  other.add_text("type", "hnsw");
+  other.add_text("type", "graph");
   other.write(path);
-  expect_error([&] { load_index(path); }, ErrorCode::io, "unknown index type 'hnsw'");
+  expect_error([&] { load_index(path); }, ErrorCode::io, "unknown index type 'graph'");
 }
 
 TEST_P(IndexContract, BadInputIsRefusedAndChangesNothing) {
@@ -590,7 +594,15 @@ TEST(IndexFactory, DescriptionsParseOrAreRefused) {
   auto ivf = make_index("ivf_flat,nlist=8,nprobe=seed,seed=5", 3, Metric::cosine);
   EXPECT_EQ(ivf->type(), "ivf_flat");
   EXPECT_EQ(make_index(ivf->description(), 3, Metric::cosine)->description(), ivf->description());
-  expect_error([] { make_index("hnsw", 3, Metric::l2); }, ErrorCode::invalid_argument, "unknown index type 'hnsw'");
+  expect_error([] { make_index("graph", 3, Metric::l2); }, ErrorCode::invalid_argument, "unknown index type 'graph'");
+  EXPECT_EQ(make_index("hnsw", 3, Metric::l2)->description(), "hnsw,m=16,ef_construction=200,ef=64,seed=0");
+  EXPECT_EQ(make_index("hnsw,m=8,ef=20,seed=3,storage=float32", 3, Metric::l2)->description(),
+            "hnsw,m=8,ef_construction=200,ef=20,seed=3");
+  expect_error([] { make_index("hnsw,m=1", 3, Metric::l2); }, ErrorCode::invalid_argument, "m must be");
+  expect_error([] { make_index("hnsw,storage=sq8", 3, Metric::l2); }, ErrorCode::invalid_argument,
+               "storage must be float32");
+  expect_error([] { make_index("hnsw,efc=3", 3, Metric::l2); }, ErrorCode::invalid_argument,
+               "unknown 'hnsw' parameter 'efc'");
   expect_error([] { make_index("ivf_flat,nlists=8", 3, Metric::l2); }, ErrorCode::invalid_argument,
                "unknown 'ivf_flat' parameter 'nlists'");
   expect_error([] { make_index("ivf_flat,nlist=0", 3, Metric::l2); }, ErrorCode::invalid_argument, "nlist must be");
@@ -608,7 +620,7 @@ TEST(IndexFactory, DescriptionsParseOrAreRefused) {
 TEST(IndexGpuOnly, DeviceQueriesAndOutputs) {
   SIMKIT_REQUIRE_GPU();
   const Context ctx = gpu_context();
-  for (const char* description : {"flat", "ivf_flat,nlist=25", "tree"}) {
+  for (const char* description : {"flat", "ivf_flat,nlist=25", "tree", "hnsw"}) {
     const int64_t d = std::string(description) == "tree" ? 3 : 20;  // the tree serves d <= 8
     const Matrix<float> X = clustered(3000, d, 25, 0.2, 81), Q = random_matrix(33, d, 82);
     auto index = make_index(description, d, Metric::l2);
@@ -632,7 +644,7 @@ TEST(IndexGpuOnly, AllowListWithDeviceQueriesAndOutputs) {
   SIMKIT_REQUIRE_GPU();
   const Context ctx = gpu_context();
   const std::vector<int64_t> ids = first_ids(3000);
-  for (const char* description : {"flat", "ivf_flat,nlist=25", "tree"}) {
+  for (const char* description : {"flat", "ivf_flat,nlist=25", "tree", "hnsw"}) {
     const bool tree = std::string(description) == "tree";  // l2 in d <= 8 alone
     const int64_t d = tree ? 3 : 20;
     const Metric metric = tree ? Metric::l2 : Metric::cosine;

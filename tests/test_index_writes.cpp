@@ -37,13 +37,17 @@ struct Kind {
   const char* name;
   const char* description;
   int64_t dim = 0;  // every history's data in this dimension; 0: the test's own
+  /// The index's structure depends on its history (hnsw's graph), not only on the rows it
+  /// holds: only its exhaustive searches must equal the clean build's, and its file may differ.
+  bool history_shapes = false;
 };
 constexpr Kind kKinds[] = {{"flat", "flat"},
                            {"ivf_flat", "ivf_flat,nlist=12,iterations=8"},
                            {"ivf_pq", "ivf_pq,nlist=12,iterations=8,refine=4"},
                            {"lsh", "lsh,tables=6,bits=3,probes=6"},
                            {"tree_d3", "tree", 3},
-                           {"tree_d8", "tree", 8}};
+                           {"tree_d8", "tree", 8},
+                           {"hnsw", "hnsw,m=8,ef_construction=60,ef=20", 0, true}};
 
 using Param = std::tuple<Backend, int>;
 class IndexWrites : public ::testing::TestWithParam<Param> {
@@ -143,7 +147,8 @@ void check_history(const Context& ctx, const Kind& kind, const Matrix<float>& X,
   for (int64_t k : {int64_t(1), int64_t(10), clean->size() + 3}) {
     const std::string label = what + " k=" + std::to_string(k);
     expect_same(history->search(ctx, Q.view(), k, sp), clean->search(ctx, Q.view(), k, sp), label + " exhaustive");
-    expect_same(history->search(ctx, Q.view(), k), clean->search(ctx, Q.view(), k), label + " defaults");
+    if (!kind.history_shapes)
+      expect_same(history->search(ctx, Q.view(), k), clean->search(ctx, Q.view(), k), label + " defaults");
   }
   // Allow-lists: the filter tested inside the history's scan (rows out of id order) against the
   // clean index's gathered rows, for every density (exhaustive searches are exact either way).
@@ -173,7 +178,7 @@ void check_history(const Context& ctx, const Kind& kind, const Matrix<float>& X,
   const std::string bytes_a((std::istreambuf_iterator<char>(fa)), {}),
       bytes_b((std::istreambuf_iterator<char>(fb)), {});
   // Byte for byte unless the largest id ever stored was removed for good: next_id() differs then.
-  if (history->next_id() == clean->next_id()) {
+  if (history->next_id() == clean->next_id() && !kind.history_shapes) {
     EXPECT_TRUE(bytes_a == bytes_b) << what << ": the saved files differ";
   }
   std::filesystem::remove(a);

@@ -216,7 +216,7 @@ void add_bench_command(CLI::App& app) {
                      "untimed batched searches before them (default 1)");
   ann_cmd->add_option("--cases", ann->cases, "which cases: wordnet, synthetic, seed, large (10M x 96)")
       ->capture_default_str();
-  ann_cmd->add_option("--indexes", ann->indexes, "which index types: flat, ivf_flat, ivf_pq, lsh")
+  ann_cmd->add_option("--indexes", ann->indexes, "which index types: flat, ivf_flat, ivf_pq, lsh, hnsw")
       ->capture_default_str();
   ann_cmd->add_option("--nlist", ann->nlist, "ivf_flat and ivf_pq cells")->capture_default_str();
   ann_cmd->add_option("--nprobe", ann->sizes, "the nprobe sweep, comma-separated (default 1,2,4,...,128)");
@@ -226,6 +226,9 @@ void add_bench_command(CLI::App& app) {
   ann_cmd->add_option("--lsh", ann->lsh, "lsh configurations, TABLESxBITS, comma-separated (6x2: the seed's)")
       ->capture_default_str();
   ann_cmd->add_option("--probes", ann->probes, "the lsh probes sweep (buckets per table)")->capture_default_str();
+  ann_cmd->add_option("--hnsw", ann->hnsw, "hnsw configurations, LINKSxEF_CONSTRUCTION, comma-separated")
+      ->capture_default_str();
+  ann_cmd->add_option("--ef", ann->ef, "the hnsw ef sweep (candidates kept per search)")->capture_default_str();
   ann_cmd->add_option("--single", ann->single, "queries timed one per call for p50 / p99 (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -236,7 +239,12 @@ void add_bench_command(CLI::App& app) {
       "  # simkit on the CPU, then FAISS and hnswlib on the same files, then one plot\n"
       "  simkit bench ann --device cpu --cases wordnet --save /tmp/ann --csv simkit-ann.csv\n"
       "  python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --csv peers-ann.csv\n"
-      "  python3 scripts/plot-ann.py simkit-ann.csv peers-ann.csv --out ann.png\n");
+      "  python3 scripts/plot-ann.py simkit-ann.csv peers-ann.csv --out ann.png\n"
+      "  # the graph indexes against hnswlib, usearch and FAISS HNSW, 2 threads\n"
+      "  simkit bench ann --device cpu --threads 2 --cases wordnet --indexes hnsw,ivf_flat --save /tmp/ann --csv "
+      "g.csv\n"
+      "  python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems hnswlib,usearch,faiss --threads "
+      "2\n");
   ann_cmd->callback([ann] { bench::run_ann_suite(*ann); });
 
   auto wr = std::make_shared<bench::Options>();

@@ -10,10 +10,11 @@
 //              4 GB of float32, the compressed indexes' case (ivf_pq's codes: m bytes a vector)
 //
 // For flat (exact), ivf_flat at each --nprobe, ivf_pq (m = --pq-m, each --refine depth) at each
-// --nprobe, and lsh (each --lsh tables x bits) at each --probes: recall@10 against the truth,
+// --nprobe, lsh (each --lsh tables x bits) at each --probes, and hnsw (each --hnsw links x
+// ef_construction; when --indexes names it) at each --ef: recall@10 against the truth,
 // QPS with every query in one batched call (median of --repeat), single-query latency p50 / p99
 // over --single queries sent one call at a time, plus build time and index memory. The CSV's
-// nprobe column holds the swept knob (lsh: probes) and its params column the rest of the
+// nprobe column holds the swept knob (lsh: probes, hnsw: ef) and its params column the rest of the
 // configuration. --save DIR writes each case's base, queries and truth (<case>_base.npy,
 // _queries.npy, _truth.npy) for bench/peers/ann_peers.py, which measures FAISS, hnswlib and
 // the PyTorch peers on the same files with the same columns; scripts/plot-ann.py draws them
@@ -183,7 +184,8 @@ void run_ann_suite(const Options& o) {
       const double build_s = seconds_since(started);
       for (const auto& [knobs, params] : settings) {
         Point p = measure(s, *index, c, *make_search_params(*index, knobs), o.single);
-        p.index = type, p.nlist = nlist, p.nprobe = knobs.nprobe > 0 ? knobs.nprobe : knobs.probes, p.params = params;
+        p.index = type, p.nlist = nlist, p.params = params;
+        p.nprobe = knobs.nprobe > 0 ? knobs.nprobe : knobs.probes > 0 ? knobs.probes : knobs.ef;
         p.build_s = build_s, p.memory = index->memory_bytes();
         emit(p);
       }
@@ -233,6 +235,23 @@ void run_ann_suite(const Options& o) {
           settings.emplace_back(SearchKnobs{0, 0, pr}, params);
         }
         sweep("lsh," + params + seed, "lsh", 0, settings);
+      }
+    }
+    if (wants("hnsw")) {
+      const std::vector<int64_t> efs = parse_int_list(o.ef, "--ef", "32,64");
+      for (const std::string& config : split_list(o.hnsw, "--hnsw")) {
+        const size_t x = config.find('x');
+        if (x == std::string::npos)
+          throw Error(ErrorCode::invalid_argument,
+                      "--hnsw: " + simkit::quoted(config) + " is not LINKSxEF_CONSTRUCTION, e.g. 16x200");
+        const std::string params = "m=" + config.substr(0, x) + ",ef_construction=" + config.substr(x + 1);
+        std::vector<std::pair<SearchKnobs, std::string>> settings;
+        for (int64_t ef : efs) {
+          SearchKnobs knobs;
+          knobs.ef = ef;
+          settings.emplace_back(knobs, params);
+        }
+        sweep("hnsw," + params + seed, "hnsw", 0, settings);
       }
     }
     std::printf("\n");

@@ -272,14 +272,16 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
   const Clock::time_point start = Clock::now();
   metrics_.batch_size(static_cast<int64_t>(batch.size()));
   for (const auto& q : batch) metrics_.queue_wait(std::chrono::duration<double>(start - q.enqueued).count());
-  // One library call per group: the unfiltered searches together, and each distinct filter.
-  std::map<std::string, std::vector<size_t>> groups;
+  // One library call per group: the unfiltered searches together, and each distinct filter and
+  // search width.
+  std::map<std::pair<std::string, int64_t>, std::vector<size_t>> groups;
   for (size_t i = 0; i < batch.size(); ++i) {
-    const std::optional<Filter>& f = batch[i].job.query.filter;
-    groups[f ? f->key() : std::string()].push_back(i);
+    const SearchQuery& q = batch[i].job.query;
+    groups[{q.filter ? q.filter->key() : std::string(), q.hnsw_ef}].push_back(i);
   }
   std::shared_lock lock(state_);
-  for (const auto& [key, members] : groups) {
+  for (const auto& [group, members] : groups) {
+    const auto& [key, hnsw_ef] = group;
     try {
       const int64_t m = static_cast<int64_t>(members.size());
       int64_t k = 1;
@@ -290,7 +292,11 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
         std::copy(q.vector.begin(), q.vector.end(), Q.view().row(r));
       }
       SearchStats stats;
-      SearchParams params;
+      SearchKnobs knobs;
+      knobs.ef = hnsw_ef;
+      // A knob the collection's index does not read is refused (400), not ignored.
+      const std::unique_ptr<SearchParams> own = make_search_params(*index_, knobs);
+      SearchParams& params = *own;
       params.stats = &stats;
       std::vector<int64_t> allowed;
       if (!key.empty()) {

@@ -45,6 +45,7 @@ struct SearchQuery {
   int64_t offset = 0;
   bool with_payload = false;
   std::optional<Filter> filter;
+  int64_t hnsw_ef = 0;  // "params": {"hnsw_ef": N}: an hnsw collection's search width; 0: the index's
 };
 
 /// A search's answer: status 200 with `hits`, the JSON text of the result array, or an error

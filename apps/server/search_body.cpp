@@ -139,7 +139,7 @@ bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, 
 
 SearchQuery parse_search(const nlohmann::json& body, int64_t dim, int64_t max_limit, const std::string& where) {
   if (!body.is_object()) bad_request(where + " must be an object");
-  check_fields(body, {"vector", "limit", "offset", "with_payload", "with_vector", "filter"}, where);
+  check_fields(body, {"vector", "limit", "offset", "with_payload", "with_vector", "filter", "params"}, where);
   if (!body.contains("vector")) bad_request(where + ".vector is required");
   SearchQuery q;
   q.vector = parse_vector(body["vector"], dim, where + ".vector");
@@ -152,6 +152,12 @@ SearchQuery parse_search(const nlohmann::json& body, int64_t dim, int64_t max_li
   if (body.contains("filter") && !body["filter"].is_null()) {
     q.filter = parse_filter(body["filter"]);
     if (q.filter->must.empty()) q.filter.reset();  // no condition: every point
+  }
+  if (body.contains("params") && !body["params"].is_null()) {
+    const nlohmann::json& params = body["params"];
+    if (!params.is_object()) bad_request(where + ".params must be an object");
+    check_fields(params, {"hnsw_ef"}, where + ".params");
+    q.hnsw_ef = int_field(params, "hnsw_ef", 0, 1, 1 << 20, where + ".params");
   }
   return q;
 }

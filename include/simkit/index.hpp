@@ -22,9 +22,24 @@
 //              vectors written since it was built searched beside it by brute force; the same
 //              results as flat. On the GPU it searches its vectors as flat does (the GPU tree of
 //              knn(method = tree) is built per call; the index does not keep one yet).
+//   hnsw       a hierarchical navigable small-world graph (Malkov & Yashunin): each vector is a
+//              node linked to m neighbours on each of its layers (2m on the bottom one), chosen
+//              by the neighbour-selection heuristic; a query descends greedily through the upper
+//              layers and searches the bottom one best-first, keeping the `ef` nearest nodes
+//              (HnswSearchParams::ef; ef >= k), whose best are re-scored by knn's rule.
+//              Approximate: recall rises with ef; ef >= size() compares every stored vector, the
+//              exact answer. No training. The build runs on Context::threads and gives the same
+//              graph for a given seed whatever the thread count (it depends on how the rows are
+//              split into add() calls). cosine and pearson walk by the inner product of the
+//              normalised (pearson: centred) rows; dot walks by the raw inner product, a
+//              heuristic whose recall depends on how the vectors' norms spread. remove() marks a
+//              node: searches walk through it and never return it; its memory stays until a
+//              later version repairs the graph. The graph lives in host memory and is searched
+//              on the CPU: with Context::device = gpu, queries on the device are copied to the
+//              host, and the results are written where the outputs are.
 //
-// All run on the CPU or the GPU (Context::device). flat, ivf_flat, lsh and tree store the
-// vectors as given (float32).
+// All run on the CPU or the GPU (Context::device), hnsw on the CPU alone (see above). flat,
+// ivf_flat, lsh, tree and hnsw store the vectors as given (float32).
 // Results follow knn's rule: candidates are re-scored in float64 and ranked by (value, id), best
 // first, with the metric's own value (a distance, or a similarity for dot / cosine / pearson).
 // Where fewer than k vectors can be returned (k > size(), or the probed lists or the allow-list
@@ -42,7 +57,10 @@
 // the same refine) and exact in their exhaustive modes. Never a post-filter of a short list. The
 // exceptions: lsh always gathers, and an ivf_pq index built with refine=0 keeps no vectors to be
 // exact with, so it ranks a selective list's rows by their code estimates (every list scanned).
-// SearchStats::gathered says which plan ran.
+// hnsw tests a broad list inside its walk: the walk passes through disallowed nodes as through
+// removed ones and keeps only allowed ones, so the ef it keeps are all allowed (its gather
+// threshold is an estimate from the walk's cost, not yet measured). SearchStats::gathered says
+// which plan ran.
 //
 // Writes cost the batch, not the index: vectors are appended (flat: after the stored rows; the
 // inverted files: merged by id into their list's block, which keeps room to grow), removals fill
@@ -98,11 +116,11 @@ struct SearchStats {
 };
 
 /// What every search reads. Each index type's own knobs extend it: IvfSearchParams (ivf_flat),
-/// IvfPqSearchParams (ivf_pq), LshSearchParams (lsh); flat has none. A plain SearchParams gives
-/// any index its defaults; an index given another type's parameters refuses them
-/// (Error(invalid_argument)) rather than ignore a knob the caller believed was used. A caller
-/// that holds an index of any type (a server, a command line, bindings) makes the right struct
-/// with make_search_params().
+/// IvfPqSearchParams (ivf_pq), LshSearchParams (lsh), HnswSearchParams (hnsw); flat and tree
+/// have none. A plain SearchParams gives any index its defaults; an index given another type's
+/// parameters refuses them (Error(invalid_argument)) rather than ignore a knob the caller
+/// believed was used. A caller that holds an index of any type (a server, a command line,
+/// bindings) makes the right struct with make_search_params().
 struct SearchParams {
   virtual ~SearchParams() = default;
   /// When set, the search adds what it found to *stats (see SearchStats).
@@ -139,12 +157,21 @@ struct LshSearchParams : SearchParams {
   int64_t probes = 0;
 };
 
+/// hnsw's.
+struct HnswSearchParams : SearchParams {
+  /// Nodes the bottom layer's search keeps (its beam): more is slower and finds more of the true
+  /// neighbours; max(ef, k) is used, and ef >= size() compares every stored vector (exact). 0:
+  /// the index's "ef=".
+  int64_t ef = 0;
+};
+
 /// The knobs of any index type by name, for callers that hold an index of any type; 0 leaves a
 /// knob at the index's default.
 struct SearchKnobs {
   int64_t nprobe = 0;  // ivf_flat, ivf_pq
   int64_t refine = 0;  // ivf_pq
   int64_t probes = 0;  // lsh
+  int64_t ef = 0;      // hnsw
 };
 
 /// Build parameters of ivf_flat, as the factory parses them from "ivf_flat,key=value,...".
@@ -179,6 +206,16 @@ struct LshParams {
   uint64_t seed = 0;   // the random projections ("seed=")
 };
 
+/// Build parameters of hnsw, from "hnsw,key=value,...".
+struct HnswParams {
+  int64_t m = 16;                 // links a node keeps on each upper layer, 2m on the bottom one ("m=")
+  int64_t ef_construction = 200;  // the beam of the build's searches ("ef_construction=")
+  int64_t ef = 64;                // default search beam ("ef=")
+  uint64_t seed = 0;              // the nodes' layers ("seed=")
+  /// How the graph's vectors are stored ("storage="): float32 alone for now.
+  std::string storage = "float32";
+};
+
 struct IndexSearchResult {
   Matrix<float> values;  // m x k, best first
   Matrix<int64_t> ids;   // m x k, the ids given to add(); -1 in padded slots
@@ -188,7 +225,7 @@ class Index {
  public:
   virtual ~Index() = default;
 
-  /// "flat", "ivf_flat", "ivf_pq", "lsh" or "tree".
+  /// "flat", "ivf_flat", "ivf_pq", "lsh", "tree" or "hnsw".
   virtual std::string type() const = 0;
   /// A description the factory turns back into an empty index of the same kind and parameters.
   virtual std::string description() const = 0;
@@ -196,13 +233,17 @@ class Index {
   virtual Metric metric() const noexcept = 0;
   /// Vectors stored.
   virtual int64_t size() const = 0;
-  /// Whether add() may be called: always for flat; after train() for the others.
+  /// Whether add() may be called: always for flat, tree and hnsw; after train() for the others.
   virtual bool is_trained() const = 0;
   /// Bytes the index holds in host memory (vectors or codes, ids, centroids, code books, hash
   /// tables, per-row norms). ivf_pq: n (m + 8) bytes (codes, the lists' ids) and the id map,
   /// 4 n more for the CPU scan's per-row table term (every metric but dot and l1), 4 dim n more
   /// with refine > 0, plus centroids, code books and list offsets -- where n counts the lists'
   /// room to grow as well as their rows (inverted files), and the id map about 40 bytes an id.
+  /// hnsw: per node (removed ones included) 4 dim for the vector, 4 (2m + 1) for the bottom
+  /// layer's links, ~4 (m + 1) / ln(m) for the upper layers', 18 more (id, layer, mark, upper
+  /// offset), 4 more for cosine (8 for pearson), plus the id map and the searches' visited lists
+  /// (4 bytes a node each, kept between searches).
   virtual size_t memory_bytes() const = 0;
 
   /// Learns what the index needs from representative vectors (n x dim, host): the k-means
@@ -240,8 +281,9 @@ class Index {
 /// (nlist, nprobe, train_sample, iterations, seed; see IvfFlatParams); "ivf_pq" (nlist, m,
 /// refine, refine_on, nprobe, train_sample, iterations, seed; IvfPqParams), e.g.
 /// "ivf_pq,nlist=4096,m=32,refine=4"; "lsh" (tables, bits, probes, width, seed; LshParams), e.g.
-/// "lsh,tables=6,bits=2"; "tree" (no parameters; l2 and sqeuclidean, dim <= 8). Throws
-/// Error(invalid_argument) naming the unknown kind, key or bad value, or a bad dim (or a metric or
+/// "lsh,tables=6,bits=2"; "tree" (no parameters; l2 and sqeuclidean, dim <= 8); "hnsw" (m,
+/// ef_construction, ef, seed, storage; HnswParams), e.g. "hnsw,m=16,ef_construction=200,ef=64,seed=0".
+/// Throws Error(invalid_argument) naming the unknown kind, key or bad value, or a bad dim (or a metric or
 /// dim the tree does not serve).
 std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Metric metric);
 

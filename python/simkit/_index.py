@@ -33,6 +33,10 @@ class Index:
                   ValueError): the bounding-volume tree of knn(method='tree') over the stored
                   vectors, searched together with the vectors added since it was built; the
                   same results as 'flat'.
+      'hnsw'      e.g. 'hnsw,m=16,ef_construction=200,ef=64': a layered proximity graph (m links
+                  per node, 2m on the bottom layer) searched best-first keeping the ef best
+                  candidates; the usual CPU choice for embeddings at high recall; also seed=.
+                  ``index.search(Q, k, ef=128)`` trades speed for recall per call.
     metric: as in `simkit.knn`.
 
     >>> import numpy as np, simkit
@@ -140,14 +144,17 @@ class Index:
     # ------------------------------------------------------------------ searching
     @overload
     def search(self, Q: npt.NDArray[Any], k: int, *, nprobe: Union[int, str, None] = ..., refine: Optional[int] = ...,
-               probes: Optional[int] = ..., allowed: Any = ..., stats: Optional[Dict[str, int]] = ...,
+               probes: Optional[int] = ..., ef: Optional[int] = ..., allowed: Any = ...,
+               stats: Optional[Dict[str, int]] = ...,
                **kw: Any) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     @overload
     def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = ..., refine: Optional[int] = ...,
-               probes: Optional[int] = ..., allowed: Any = ..., stats: Optional[Dict[str, int]] = ...,
+               probes: Optional[int] = ..., ef: Optional[int] = ..., allowed: Any = ...,
+               stats: Optional[Dict[str, int]] = ...,
                **kw: Any) -> Tuple[Any, Any]: ...
     def search(self, Q: Any, k: int, *, nprobe: Union[int, str, None] = None, refine: Optional[int] = None,
-               probes: Optional[int] = None, allowed: Any = None, stats: Optional[Dict[str, int]] = None,
+               probes: Optional[int] = None, ef: Optional[int] = None, allowed: Any = None,
+               stats: Optional[Dict[str, int]] = None,
                **kw: Any) -> Tuple[Any, Any]:
         """``D, I = index.search(Q, k)``: per query row, the k best stored vectors, best first.
 
@@ -155,6 +162,7 @@ class Index:
         rows with fewer than k results are padded with id -1 and +inf (distances) or -inf
         (similarities). nprobe (ivf_flat, ivf_pq): lists scanned, 1..nlist, or 'seed'; refine
         (ivf_pq): re-rank refine x k candidates exactly; probes (lsh): buckets probed per table;
+        ef (hnsw): candidates kept by the graph search (at least k; more: higher recall, slower);
         None: the index's default. A knob the index type does not read raises ValueError
         ("refine applies to ivf_pq; this index is ivf_flat") rather than being ignored. A dict passed as `stats` receives 'short_rows' (queries that
         got fewer than k candidates: padded, never topped up by a full scan), 'candidates'
@@ -196,7 +204,8 @@ class Index:
         results = A.Results(Qa)
         D, I = results.empty((m, k), "float32"), results.empty((m, k), "int64")
         short_rows, candidates, gathered = h.search(
-            Qa, k, lists, _non_negative(refine, "refine"), _non_negative(probes, "probes"), ids, D, I, _ctx(kw),
+            Qa, k, lists, _non_negative(refine, "refine"), _non_negative(probes, "probes"),
+            _non_negative(ef, "ef"), ids, D, I, _ctx(kw),
             results.stream,
         )
         if stats is not None:

@@ -129,12 +129,14 @@ void bind_index(nb::module_& m) {
       .def(
           "search",
           [](const IndexHandle& h, const InArray& Q, int64_t k, int64_t nprobe, int64_t refine, int64_t probes,
-             const std::optional<InArray>& allowed, const OutArray& D, const OutArray& I, const Context& base,
-             uintptr_t stream) {
+             int64_t ef, const std::optional<InArray>& allowed, const OutArray& D, const OutArray& I,
+             const Context& base, uintptr_t stream) {
             std::shared_ptr<Index> index = h.get();
             CallContext call(base, stream);
             // The index's own parameter type; a knob it does not read is refused, by name.
-            const std::unique_ptr<SearchParams> own = make_search_params(*index, SearchKnobs{nprobe, refine, probes});
+            SearchKnobs knobs{nprobe, refine, probes};
+            knobs.ef = ef;
+            const std::unique_ptr<SearchParams> own = make_search_params(*index, knobs);
             SearchParams& params = *own;
             // The allow-list must be in host memory (index.hpp). The Python layer has converted
             // and checked it already; this is the last word. It is read before Q so that a GPU
@@ -153,7 +155,7 @@ void bind_index(nb::module_& m) {
             run_released(ctx, [&] { index->search(ctx, q, k, params, d, i); });
             return std::make_tuple(stats.short_rows, stats.candidates, stats.gathered);
           },
-          "Q"_a, "k"_a, "nprobe"_a, "refine"_a, "probes"_a, "allowed"_a.none(), "D"_a, "I"_a, "context"_a,
+          "Q"_a, "k"_a, "nprobe"_a, "refine"_a, "probes"_a, "ef"_a, "allowed"_a.none(), "D"_a, "I"_a, "context"_a,
           "stream"_a = 0)
       .def(
           "save",

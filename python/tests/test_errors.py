@@ -89,7 +89,7 @@ CASES: list[tuple[str, Callable[[], Any], type, str]] = [
     ("select_k k", lambda: simkit.select_k(np.ones((2, 3), np.float32), 4), ValueError, "exceeds"),
     ("spmv indices", lambda: simkit.spmv_csr(np.array([0, 1]), np.array([7]), np.ones(1), np.ones(3)), ValueError,
      "outside"),
-    ("index kind", lambda: simkit.Index("hnsw", 4), ValueError, "hnsw"),
+    ("index kind", lambda: simkit.Index("diskann", 4), ValueError, "diskann"),
     ("index option", lambda: simkit.Index("ivf_flat,nlist=0", 4), ValueError, "nlist"),
     ("index dim", lambda: simkit.Index("flat", 0), ValueError, "dim"),
     ("index add dim", lambda: simkit.Index("flat", 5).add(X), ValueError, "dimension"),

@@ -40,6 +40,12 @@ constexpr int64_t kProbedAllowedPerK = 256;
 // 10 and 40; k = 100: between 5 and 20. d = 5: between 8.5 and 50. d = 8, n = 200,000: 200
 // (28.9 against 28.5); n = 1,000,000: between 250 and 1,000. So the walk is kept while
 // allowed^2 >= 2^(d + 1) k n: 16 at d = 3, 64 at d = 5, 512 at d = 8.
+// A graph walk (hnsw) against the gather: the walk computes ~ef links / f distances a query,
+// one row at a time from scattered memory, the gather `allowed` rows in sgemm blocks. An
+// estimate, not yet measured: a walked row taken to cost 8 gathered ones. The walk is kept while
+// allowed^2 >= 8 ef links n: above ~13% of 1,000,000 rows at ef 64 with 32 links; a set of a few
+// thousand rows is always gathered.
+constexpr double kWalkedRowCost = 8;
 double walk_per_gather(int64_t d) { return std::ldexp(1.0, static_cast<int>(d) + 1); }
 
 /// SIMKIT_FILTER_PLAN=gather|scan: the plan forced (benchmarks, tests), if any.
@@ -76,6 +82,12 @@ bool filter_in_walk(int64_t allowed, int64_t n, int64_t k, int64_t d) {
   if (const std::optional<bool> forced = forced_plan()) return *forced;
   const double a = static_cast<double>(allowed);
   return a * a >= walk_per_gather(d) * static_cast<double>(k) * static_cast<double>(n);
+}
+
+bool filter_in_graph(int64_t allowed, int64_t n, int64_t ef, int64_t links) {
+  if (const std::optional<bool> forced = forced_plan()) return *forced;
+  const double a = static_cast<double>(allowed);
+  return a * a >= kWalkedRowCost * static_cast<double>(ef) * static_cast<double>(links) * static_cast<double>(n);
 }
 
 AllowedRows allowed_rows_sorted(const std::vector<int64_t>& stored, ArrayView<const int64_t> allowed) {

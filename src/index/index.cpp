@@ -12,6 +12,7 @@
 #include "core/expects.hpp"
 #include "core/quoted_path.hpp"
 #include "index/flat/flat_index.hpp"
+#include "index/hnsw/hnsw_index.hpp"
 #include "index/index_file.hpp"
 #include "index/index_support.hpp"
 #include "index/ivf/ivf_flat_index.hpp"
@@ -134,6 +135,29 @@ LshParams parse_lsh(std::string_view description, const std::vector<std::string_
   return p;
 }
 
+HnswParams parse_hnsw(std::string_view description, const std::vector<std::string_view>& parts) {
+  HnswParams p;
+  for_each_pair(description, parts, "m, ef_construction, ef, seed, storage", [&](auto key, auto value) {
+    if (key == "m") {
+      p.m = parse_count(description, key, value, 2, 2048);  // the layers' odds are 1 / m
+    } else if (key == "ef_construction") {
+      p.ef_construction = parse_count(description, key, value, 1, int64_t(1) << 20);
+    } else if (key == "ef") {
+      p.ef = parse_count(description, key, value, 1, int64_t(1) << 30);
+    } else if (key == "seed") {
+      p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
+    } else if (key == "storage") {
+      SIMKIT_EXPECTS(value == "float32", invalid_argument, "index description ", simkit::quoted(description),
+                     ": storage must be float32 (the only one hnsw stores yet), got ", simkit::quoted(value));
+      p.storage = std::string(value);
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return p;
+}
+
 /// The parameters of a loaded index, from its description section; a description that does
 /// not parse refuses the file.
 template <class Parse>
@@ -175,10 +199,11 @@ std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Met
   if (kind == "ivf_flat") return detail::make_ivf_flat_index(dim, metric, parse_ivf_flat(description, parts));
   if (kind == "ivf_pq") return detail::make_ivf_pq_index(dim, metric, parse_ivf_pq(description, parts));
   if (kind == "lsh") return detail::make_lsh_index(dim, metric, parse_lsh(description, parts));
+  if (kind == "hnsw") return detail::make_hnsw_index(dim, metric, parse_hnsw(description, parts));
   detail::raise(ErrorCode::invalid_argument, "unknown index type ", simkit::quoted(kind), " in ",
                 simkit::quoted(description),
                 " (known: flat, ivf_flat[,nlist=N,nprobe=N|seed,...], ivf_pq[,nlist=N,m=N,refine=N,...], "
-                "lsh[,tables=N,bits=N,probes=N,...], tree)");
+                "lsh[,tables=N,bits=N,probes=N,...], tree, hnsw[,m=N,ef_construction=N,ef=N,seed=N])");
 }
 
 std::unique_ptr<Index> load_index(const std::string& path) {
@@ -189,6 +214,7 @@ std::unique_ptr<Index> load_index(const std::string& path) {
   if (type == "ivf_pq") return detail::load_ivf_pq_index(f, parse_saved(f, parse_ivf_pq));
   if (type == "lsh") return detail::load_lsh_index(f, parse_saved(f, parse_lsh));
   if (type == "tree") return detail::load_tree_index(f);
+  if (type == "hnsw") return detail::load_hnsw_index(f, parse_saved(f, parse_hnsw));
   throw Error(ErrorCode::io, "not a usable simkit index file: " + detail::quoted_path(path) + ": unknown index type " +
                                  simkit::quoted(type));
 }

@@ -14,6 +14,7 @@ const char* search_params_name(const SearchParams& sp) {
   if (typeid(sp) == typeid(IvfSearchParams)) return "IvfSearchParams";
   if (typeid(sp) == typeid(IvfPqSearchParams)) return "IvfPqSearchParams";
   if (typeid(sp) == typeid(LshSearchParams)) return "LshSearchParams";
+  if (typeid(sp) == typeid(HnswSearchParams)) return "HnswSearchParams";
   if (typeid(sp) == typeid(SearchParams)) return "SearchParams";
   return "a type derived from SearchParams";
 }
@@ -33,6 +34,7 @@ std::unique_ptr<SearchParams> make_search_params(const Index& index, const Searc
   if (knobs.refine != 0 && type != "ivf_pq") refuse("refine", "ivf_pq");
   if (knobs.probes != 0 && type != "lsh") refuse("probes", "lsh");
   if (knobs.nprobe != 0 && type != "ivf_flat" && type != "ivf_pq") refuse("nprobe", "ivf_flat and ivf_pq");
+  if (knobs.ef != 0 && type != "hnsw") refuse("ef", "hnsw");
   if (type == "ivf_flat") {
     auto p = std::make_unique<IvfSearchParams>();
     p->nprobe = knobs.nprobe;
@@ -46,6 +48,11 @@ std::unique_ptr<SearchParams> make_search_params(const Index& index, const Searc
   if (type == "lsh") {
     auto p = std::make_unique<LshSearchParams>();
     p->probes = knobs.probes;
+    return p;
+  }
+  if (type == "hnsw") {
+    auto p = std::make_unique<HnswSearchParams>();
+    p->ef = knobs.ef;
     return p;
   }
   return std::make_unique<SearchParams>();

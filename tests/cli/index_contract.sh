@@ -29,7 +29,7 @@ cp keep.simkit keep.orig
 head -c 1000 keep.simkit >trunc.simkit
 
 I() { "$simkit" index "$@"; }
-bad "build: unknown type"       "--type must be"         -- I build --base base.npy --type hnsw --metric l2 --out out.simkit
+bad "build: unknown type"       "--type must be"         -- I build --base base.npy --type graph --metric l2 --out out.simkit
 bad "build: unknown metric"     "metric"                 -- I build --base base.npy --metric hamming --out out.simkit
 bad "build: nlist > n"          "exceeds"                -- I build --base base.npy --nlist 401 --metric l2 --out out.simkit
 bad "build: NaN rows"           "nan"                    -- I build --base nan8.fvecs --type flat --metric l2 --out out.simkit
@@ -81,10 +81,11 @@ if I build --base base.npy --description lsh,tables=1,bits=24 --metric cosine --
 else
   fail "lsh short rows: $(cat lsh.txt)"
 fi
-# ivf_pq with every list probed and every candidate re-ranked, lsh with every bucket probed, and
-# the tree are exact: every base row finds itself.
+# ivf_pq with every list probed and every candidate re-ranked, lsh with every bucket probed, the
+# tree, and hnsw keeping as many candidates as rows are exact: every base row finds itself.
 for spec in "--type ivf_pq --nlist 8 --m 4 --refine 4|--nprobe 8 --refine 1000" \
-            "--description lsh,tables=4,bits=3|--probes 1000000" "--type tree|"; do
+            "--description lsh,tables=4,bits=3|--probes 1000000" "--type tree|" \
+            "--type hnsw --m 8 --ef-construction 40|--ef 400"; do
   checks=$((checks + 1))
   if ! I build --base base.npy ${spec%%|*} --metric l2 --out exact.simkit --device cpu >/dev/null 2>&1 ||
      ! I search --index exact.simkit --queries base.npy -k 1 ${spec#*|} --ids self.npy --device cpu >/dev/null 2>&1; then
@@ -168,6 +169,8 @@ bad "search: --allowed floats"    "--allowed: .*integer"   -- I search --index k
 bad "search: --allowed missing"   "--allowed: .*nope.npy"  -- I search --index keep.simkit --queries q.npy -k 3 --allowed nope.npy --ids out.npy
 bad "search: --refine on ivf_flat" "--refine applies to ivf_pq; this index is ivf_flat" -- I search --index keep.simkit --queries q.npy -k 3 --refine 4 --ids out.npy
 bad "search: --probes on ivf_flat" "--probes applies to lsh; this index is ivf_flat" -- I search --index keep.simkit --queries q.npy -k 3 --probes 2 --ids out.npy
+bad "search: --ef on ivf_flat"     "--ef applies to hnsw; this index is ivf_flat" -- I search --index keep.simkit --queries q.npy -k 3 --ef 64 --ids out.npy
+bad "search: --ef negative"        "--ef must be >= 0"      -- I search --index keep.simkit --queries q.npy -k 3 --ef -1 --ids out.npy
 checks=$((checks + 1))
 # shellcheck disable=SC2086
 if I search --index keep.simkit --queries q.npy -k 10 --nprobe 16 --allowed few.npy --ids few.ivecs --device cpu \

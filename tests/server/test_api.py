@@ -998,3 +998,33 @@ def test_healthz_and_metrics(serve: Any, rng: np.random.Generator) -> None:
     text = s.metrics()
     assert 'collection="m2"' not in text
     assert metric(text, "simkit_collection_points", collection="m1") == 97
+
+
+def test_hnsw_index_serves_and_hnsw_ef_widens_the_search(serve: Any, rng: np.random.Generator) -> None:
+    s = serve()
+    c = s.client()
+    n, d, k = 1500, 16, 10
+    create_collection(c, "g", d, "Cosine", index="hnsw,m=8,ef_construction=48,ef=16")
+    create_collection(c, "f", d, "Cosine")
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    ids = random_ids(rng, n)
+    upsert(c, "g", ids, X)
+    upsert(c, "f", ids[:50], X[:50])
+    live = Live(ids, X)
+    c.ok("PUT", "/collections/g/index", {}, expect=202)
+    info = wait_build(c, "g")
+    assert info["index"]["build"] == "ready" and info["index"]["type"] == "hnsw", info
+    Q = rng.standard_normal((12, d)).astype(np.float32)
+    # Keeping as many candidates as points reaches every point of this small graph: exact.
+    for q in Q:
+        hits = c.ok("POST", "/collections/g/points/search",
+                    {"vector": q.tolist(), "limit": k, "params": {"hnsw_ef": n}})
+        want, score_of = live.reference(q, k, "Cosine")
+        compare_ranking([h["id"] for h in hits], want, score_of)
+    # The knob is refused where the index does not read it, and checked for type and range.
+    q = Q[0].tolist()
+    for path, params, words in (("f", {"hnsw_ef": 64}, "ef applies to hnsw; this index is flat"),
+                                ("g", {"hnsw_ef": 0}, "hnsw_ef"), ("g", {"hnsw_ef": "64"}, "hnsw_ef"),
+                                ("g", {"exact": True, "hnsw_ef": 8}, "exact"), ("g", [64], "params")):
+        status, _, body = c.post(f"/collections/{path}/points/search", {"vector": q, "limit": k, "params": params})
+        assert status == 400 and words in body["status"]["error"], (params, body)

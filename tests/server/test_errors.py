@@ -274,7 +274,7 @@ def test_collections_refused(fx: Fixture) -> None:
         ({"vectors": {"size": 4, "distance": "L2"}}, ("unknown distance 'L2'", "Cosine, Dot, Euclid, Manhattan")),
         ({"vectors": {"size": 4, "distance": "cosine"}}, ("unknown distance 'cosine'",)),
         ({"vectors": {"size": 4, "distance": 1}}, ("distance is required",)),
-        ({"vectors": {"size": 4, "distance": "Cosine"}, "index": "hnsw"}, ("unknown index type 'hnsw'",)),
+        ({"vectors": {"size": 4, "distance": "Cosine"}, "index": "diskann"}, ("unknown index type 'diskann'",)),
         ({"vectors": {"size": 4, "distance": "Cosine"}, "index": "ivf_flat,nlist=0"}, ("nlist",)),
         ({"vectors": {"size": 4, "distance": "Cosine"}, "index": "ivf_flat,bogus=1"}, ("bogus",)),
         ({"vectors": {"size": 4, "distance": "Cosine"}, "index": 16}, ("index must be an index description",)),
@@ -283,7 +283,7 @@ def test_collections_refused(fx: Fixture) -> None:
     # Duplicate: 409, the existing collection untouched.
     fx.expect("PUT", "/collections/e", {"vectors": {"size": 8, "distance": "Dot"}}, status=409, words=("already exists",))
     # A bad index description for an existing collection: refused at once, its config unchanged.
-    for desc, words in [("hnsw", ("hnsw",)), ("ivf_flat,nlist=-3", ("nlist",)), ("ivf_flat,nprobe=x", ("nprobe",))]:
+    for desc, words in [("diskann", ("diskann",)), ("ivf_flat,nlist=-3", ("nlist",)), ("ivf_flat,nprobe=x", ("nprobe",))]:
         fx.expect("PUT", "/collections/e/index", {"index": desc}, words=words)
     fx.expect("PUT", "/collections/e/index", {"index": ["flat"]}, words=("index must be an index description",))
     # Nothing was created outside the data directory either (unchanged() compares its parent too).
