@@ -4,11 +4,17 @@
 them together.
 
   faiss    faiss-cpu (PyPI): IndexFlat (exact), IndexIVFFlat with the same nlist over an nprobe
-           sweep, IndexHNSWFlat (M = 32) over an efSearch sweep, IndexIVFPQ (same nlist, --pq-m
-           codes of 8 bits) wrapped in IndexRefineFlat (k_factor = each --refine) over the
-           nprobe sweep, and IndexLSH (one table of --lsh-nbits random-rotation signs searched
-           exhaustively in Hamming space) alone and with IndexRefineFlat (k_factor 10)
-  hnswlib  hnswlib (PyPI): M = 16, ef_construction = 200, over an ef sweep
+           sweep, then what faiss_hnsw runs
+  faiss_hnsw  faiss-cpu: IndexHNSWFlat with M = 16 and M = 32 (efConstruction 200) over the --ef
+           sweep (efSearch)
+  faiss_compressed  faiss-cpu: IndexIVFPQ (same nlist, --pq-m codes of 8 bits) wrapped in
+           IndexRefineFlat (k_factor = each --refine) over the nprobe sweep, and IndexLSH (one
+           table of --lsh-nbits random-rotation signs searched exhaustively in Hamming space) alone
+           and with IndexRefineFlat (k_factor 10)
+  hnswlib  hnswlib (PyPI, 0.8): M = 16, ef_construction = 200, over the --ef sweep (set_ef)
+  usearch  usearch (PyPI): Index with connectivity (M) = 16, expansion_add = 200, over the --ef
+           sweep (expansion_search), once per --usearch-dtype (default f32: the vectors as given;
+           usearch's own default would be bf16, a quantized index)
   torch    on the GPU: the IVF the seed document describes -- the nprobe nearest centroids of
            each query, gather their lists' vectors, distances, topk -- batched over queries by
            padding each batch's candidate lists (k-means in torch on a sample, same nlist)
@@ -17,10 +23,41 @@ them together.
            when none do: the seed's full-scan fallback), scored exactly, topk; batched with a
            candidate mask per query
 
-Cosine cases are searched as inner product on unit rows (the saved rows are normalised here);
-recall@10 counts the first 10 truth ids found among the 10 returned, as simkit does.
+Cosine cases are searched as inner product on unit rows (the saved rows are normalised here;
+hnswlib space "ip", usearch metric "ip", faiss METRIC_INNER_PRODUCT), sqeuclidean ones as squared
+L2 ("l2", "l2sq", METRIC_L2); recall@10 counts the first 10 truth ids found among the 10 returned,
+as simkit does. Every CPU peer builds and searches on --threads threads (faiss: omp_set_num_threads;
+hnswlib: set_num_threads; usearch: the threads argument of add and search), and QPS is every query
+in one batched call (median of --repeat). An ef below k = 10 is raised to 10 (the nprobe column
+keeps the ef asked for). build_s is the wall time of building the index; memory_bytes is the
+index's serialized size (faiss.serialize_index, the file hnswlib's save_index writes, usearch's
+serialized_length), not an RSS delta. The params column names the configuration (M, construction
+ef, dtype, filter).
 
-    python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems faiss,hnswlib --csv peers.csv
+Filtered search (--filters FRACTIONS, --filter-kind random,clustered): for each kind and fraction an
+allow-list of round(fraction x n) base ids -- random: a prefix of a permutation seeded by
+--filter-seed; clustered: each base row goes to its nearest of 64 seeded random base rows (the
+case's metric), the groups are taken whole in a seeded random order and the last one by its rows
+nearest its centre, so the list is a contiguous region of the space; either way a smaller
+fraction's list lies inside a larger one's -- and the exact filtered top-10 of every query over the
+allowed rows: float32 scores pick 64 candidates per query (blocked over queries so that a block's
+scores, partition indices and float64 candidates stay within about 256 MiB), re-scored in float64
+(cosine re-normalised), ties to the lower id (unfiltered, this gives the WordNet truth file exactly).
+Both go to --dir for simkit's own bench to read:
+
+  <case>_allow_<kind>_<fraction>.npy        int64, ascending base ids (fraction as %g: 0.01, 0.1, 0.5)
+  <case>_allow_<kind>_<fraction>_truth.npy  int64, queries x 10 base ids, nearest first
+
+hnswlib then searches with its filter functor (knn_query(..., filter=callable); the callable is the
+allowed ids' set.__contains__) over the --ef sweep, index "hnsw_filter", recall against the filtered
+truth. The callable is Python, so every call takes the GIL: hnswlib's own example searches with a
+filter on one thread, and more threads are slower here (two threads about half the QPS of one), so
+these rows use --filter-threads (default 1) search threads; the index is the one built on --threads.
+--queries N measures the first N queries only (the truth files still cover all of them).
+
+    python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems faiss,hnswlib,usearch --csv peers.csv
+    python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems "" --filters 0.01,0.1,0.5 \\
+        --filter-kind random,clustered --csv filtered.csv
     python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems faiss_compressed --csv pq-lsh.csv
     python3 bench/peers/ann_peers.py --dir /tmp/ann --cases synthetic --systems torch --csv torch.csv
     python3 bench/peers/ann_peers.py --dir /tmp/ann --cases seed --systems torch_lsh --lsh 6x2,4x1 --csv lsh.csv
@@ -35,7 +72,8 @@ import time
 import numpy as np
 
 K = 10
-METRIC = {"wordnet": "cosine", "synthetic": "sqeuclidean", "seed": "cosine"}
+METRIC = {"wordnet": "cosine", "synthetic": "sqeuclidean", "seed": "cosine", "large": "sqeuclidean"}
+HNSW_BUILD = "m=16,ef_construction=200"  # hnswlib's and usearch's graph, and one of FAISS's
 
 
 def load(dirname, case):
@@ -51,6 +89,60 @@ def load(dirname, case):
 def recall(ids, truth):
     hits = sum(len(set(a[:K].tolist()) & set(t.tolist())) for a, t in zip(ids, truth))
     return hits / truth.size
+
+
+def exact_top(X, Q, ip, k=K, block_bytes=256 << 20):
+    """The k nearest rows of X to each query, as row numbers: float32 scores pick 64 candidates,
+    re-scored in float64 (cosine re-normalised), ties to the lower row; blocked over queries."""
+    c = min(len(X), max(64, k))
+    sq = None if ip else np.einsum("ij,ij->i", X, X)
+    out = np.empty((len(Q), k), dtype=np.int64)
+    # Per query: a float32 score and an int64 partition index per row, c x d float64 candidates (x 2).
+    step = max(1, min(block_bytes // (12 * len(X)), block_bytes // (16 * c * X.shape[1])))
+    for s in range(0, len(Q), step):
+        q = Q[s : s + step]
+        score = q @ X.T  # then smaller is nearer:
+        if ip:
+            np.negative(score, out=score)
+        else:
+            score *= -2
+            score += sq
+        cand = np.argpartition(score, c - 1, axis=1)[:, :c] if c < len(X) else np.tile(np.arange(len(X)), (len(q), 1))
+        del score
+        V = X[cand].astype(np.float64)  # block x c x d
+        q64 = q.astype(np.float64)
+        if ip:
+            V /= np.maximum(np.linalg.norm(V, axis=2, keepdims=True), 1e-300)
+            q64 /= np.maximum(np.linalg.norm(q64, axis=1, keepdims=True), 1e-300)
+            dist = -np.einsum("bcd,bd->bc", V, q64)
+        else:
+            dist = ((V - q64[:, None, :]) ** 2).sum(2)
+        order = np.lexsort((cand, dist), axis=1)[:, :k]  # by distance, then by row
+        out[s : s + len(q)] = np.take_along_axis(cand, order, 1)
+    return out
+
+
+def allow_list(case, X, kind, frac, seed):
+    """round(frac x n) base ids, ascending: a seeded random subset, or a contiguous region of the space
+    (whole groups of the rows nearest each of 64 seeded random base rows, the last group by its rows
+    nearest its centre). The same seed gives nested lists over the fractions."""
+    n = len(X)
+    m = max(1, int(round(frac * n)))
+    rng = np.random.default_rng(seed)
+    if kind == "random":
+        return np.sort(rng.permutation(n)[:m]).astype(np.int64)
+    centres = X[rng.choice(n, size=min(64, n), replace=False)]
+    group = np.empty(n, dtype=np.int64)
+    dist = np.empty(n, dtype=np.float32)
+    for s in range(0, n, 65536):
+        b = X[s : s + 65536]
+        score = b @ centres.T if METRIC[case] == "cosine" else 2 * (b @ centres.T) - (centres * centres).sum(1)
+        group[s : s + len(b)] = np.argmax(score, axis=1)
+        dist[s : s + len(b)] = -score[np.arange(len(b)), group[s : s + len(b)]]
+    rank = np.empty(len(centres), dtype=np.int64)
+    rank[rng.permutation(len(centres))] = np.arange(len(centres))
+    order = np.lexsort((np.arange(n), dist, rank[group]))  # group order, then nearest its centre
+    return np.sort(order[:m]).astype(np.int64)
 
 
 def measure(search, Q, T, repeat, single):
@@ -112,16 +204,28 @@ def run_faiss(case, X, Q, T, a, out):
         r, qps, p50, p99 = measure(lambda q: ivf.search(q, K)[1], Q, T, a.repeat, a.single)
         out(row("faiss", case, "IndexIVFFlat", a.nlist, nprobe, r, qps, p50, p99, build, memory, "cpu"))
 
-    t0 = time.perf_counter()
-    hnsw = faiss.IndexHNSWFlat(d, 32, faiss.METRIC_INNER_PRODUCT if ip else faiss.METRIC_L2)
-    hnsw.hnsw.efConstruction = 200
-    hnsw.add(X)
-    build = time.perf_counter() - t0
-    memory = serialized_bytes(hnsw)
-    for ef in a.ef:
-        hnsw.hnsw.efSearch = ef
-        r, qps, p50, p99 = measure(lambda q: hnsw.search(q, K)[1], Q, T, a.repeat, a.single)
-        out(row("faiss", case, "IndexHNSWFlat", 0, ef, r, qps, p50, p99, build, memory, "cpu"))
+    run_faiss_hnsw(case, X, Q, T, a, out)
+
+
+def run_faiss_hnsw(case, X, Q, T, a, out):
+    """IndexHNSWFlat at hnswlib's M (16) and at 32, both with efConstruction 200."""
+    import faiss
+
+    faiss.omp_set_num_threads(a.threads)
+    d = X.shape[1]
+    ip = METRIC[case] == "cosine"
+    for m in (16, 32):
+        t0 = time.perf_counter()
+        hnsw = faiss.IndexHNSWFlat(d, m, faiss.METRIC_INNER_PRODUCT if ip else faiss.METRIC_L2)
+        hnsw.hnsw.efConstruction = 200
+        hnsw.add(X)
+        build = time.perf_counter() - t0
+        memory = serialized_bytes(hnsw)
+        params = f"m={m},ef_construction=200"
+        for ef in a.ef:
+            hnsw.hnsw.efSearch = max(ef, K)
+            r, qps, p50, p99 = measure(lambda q: hnsw.search(q, K)[1], Q, T, a.repeat, a.single)
+            out(row("faiss", case, "IndexHNSWFlat", 0, ef, r, qps, p50, p99, build, memory, "cpu", params))
 
 
 def run_faiss_compressed(case, X, Q, T, a, out):
@@ -178,25 +282,83 @@ def run_faiss_compressed(case, X, Q, T, a, out):
         )
 
 
-def run_hnswlib(case, X, Q, T, a, out):
+_HNSWLIB = {}  # case -> (index, build seconds, bytes): built once for the plain and the filtered runs
+
+
+def hnswlib_index(case, X, a):
     import hnswlib
 
-    d = X.shape[1]
-    space = "ip" if METRIC[case] == "cosine" else "l2"
-    t0 = time.perf_counter()
-    index = hnswlib.Index(space=space, dim=d)
-    index.init_index(max_elements=len(X), ef_construction=200, M=16)
-    index.set_num_threads(a.threads)
-    index.add_items(X, np.arange(len(X)))
-    build = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "h.bin")
-        index.save_index(path)
-        memory = os.path.getsize(path)
+    if case not in _HNSWLIB:
+        d = X.shape[1]
+        space = "ip" if METRIC[case] == "cosine" else "l2"
+        t0 = time.perf_counter()
+        index = hnswlib.Index(space=space, dim=d)
+        index.init_index(max_elements=len(X), ef_construction=200, M=16)
+        index.set_num_threads(a.threads)
+        index.add_items(X, np.arange(len(X)))
+        build = time.perf_counter() - t0
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "h.bin")
+            index.save_index(path)
+            memory = os.path.getsize(path)
+        _HNSWLIB[case] = (index, build, memory)
+    return _HNSWLIB[case]
+
+
+def run_hnswlib(case, X, Q, T, a, out):
+    index, build, memory = hnswlib_index(case, X, a)
     for ef in a.ef:
         index.set_ef(max(ef, K))
         r, qps, p50, p99 = measure(lambda q: index.knn_query(q, k=K)[0], Q, T, a.repeat, a.single)
-        out(row("hnswlib", case, "hnsw", 0, ef, r, qps, p50, p99, build, memory, "cpu"))
+        out(row("hnswlib", case, "hnsw", 0, ef, r, qps, p50, p99, build, memory, "cpu", HNSW_BUILD))
+
+
+def run_filtered(case, X, Q, a, out):
+    """For each --filter-kind and --filters fraction: the allow-list and its exact truth (written to
+    --dir, over all queries), then hnswlib's filter functor over the ef sweep on the measured queries."""
+    ip = METRIC[case] == "cosine"
+    index, build, memory = hnswlib_index(case, X, a)
+    for kind in a.filter_kind:
+        for frac in a.filters:
+            t0 = time.perf_counter()
+            allowed = allow_list(case, X, kind, frac, a.filter_seed)
+            truth = allowed[exact_top(X[allowed], Q, ip)]
+            stem = os.path.join(a.dir, f"{case}_allow_{kind}_{frac:g}")
+            np.save(stem + ".npy", allowed)
+            np.save(stem + "_truth.npy", truth)
+            took = time.perf_counter() - t0
+            print(f"# {stem}.npy: {len(allowed)} of {len(X)} ids, truth in {took:.1f} s", file=sys.stderr, flush=True)
+            ok = set(allowed.tolist()).__contains__  # a C-level callable: the cheapest Python filter
+            Qm, Tm = Q[: a.measured], truth[: a.measured]
+            params = f"{HNSW_BUILD},filter={kind},allowed={frac:g},threads={a.filter_threads}"
+            for ef in a.ef:
+                index.set_ef(max(ef, K))
+                search = lambda q: index.knn_query(q, k=K, num_threads=a.filter_threads, filter=ok)[0]  # noqa: E731
+                r, qps, p50, p99 = measure(search, Qm, Tm, a.repeat, a.single)
+                out(row("hnswlib", case, "hnsw_filter", 0, ef, r, qps, p50, p99, build, memory, "cpu", params))
+
+
+def run_usearch(case, X, Q, T, a, out):
+    from usearch.index import Index
+
+    metric = "ip" if METRIC[case] == "cosine" else "l2sq"
+    keys = np.arange(len(X), dtype=np.uint64)
+    for dtype in a.usearch_dtype:
+        t0 = time.perf_counter()
+        index = Index(ndim=X.shape[1], metric=metric, dtype=dtype, connectivity=16, expansion_add=200)
+        index.add(keys, X, threads=a.threads)
+        build = time.perf_counter() - t0
+        memory = int(index.serialized_length)
+
+        def search(q):
+            found = np.asarray(index.search(q, K, threads=a.threads).keys)  # one query: a 1-d Matches
+            return found.reshape(len(q), -1).astype(np.int64)  # missing results (uint64 max) become -1
+
+        params = f"{HNSW_BUILD},dtype={dtype},isa={index.hardware_acceleration}"
+        for ef in a.ef:
+            index.expansion_search = max(ef, K)
+            r, qps, p50, p99 = measure(search, Q, T, a.repeat, a.single)
+            out(row("usearch", case, "hnsw", 0, ef, r, qps, p50, p99, build, memory, "cpu", params))
 
 
 def run_torch(case, X, Q, T, a, out):
@@ -339,8 +501,8 @@ def main():
     p.add_argument("--systems", default="faiss,hnswlib")
     p.add_argument("--nlist", type=int, default=1024)
     p.add_argument("--nprobe", default="1,2,4,8,16,32,64,128")
-    p.add_argument("--ef", default="16,32,64,128,256")
-    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--ef", default="10,16,24,32,48,64,96,128,192,256,384,512", help="the HNSW ef sweep")
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="build and search threads of every peer")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--single", type=int, default=200)
     p.add_argument("--torch-batch", type=int, default=256, help="most queries per gathered batch")
@@ -348,6 +510,15 @@ def main():
     p.add_argument("--refine", default="4", help="IndexRefineFlat k_factors over the IVFPQ sweep (0: none)")
     p.add_argument("--lsh-nbits", default="64,128,256,512,1024", help="IndexLSH code lengths")
     p.add_argument("--lsh", default="6x2,16x8,32x12", help="torch_lsh TABLESxBITS configurations")
+    p.add_argument("--usearch-dtype", default="f32", help="usearch vector types, one index each (f32, bf16, f16, i8)")
+    p.add_argument(
+        "--metric", default="", choices=["", "cosine", "sqeuclidean"], help="for a case not among " + ", ".join(METRIC)
+    )
+    p.add_argument("--filters", default="", help="allowed fractions of the base ids, e.g. 0.01,0.1,0.5")
+    p.add_argument("--filter-kind", default="random", help="random, clustered or both (comma-separated)")
+    p.add_argument("--filter-seed", type=int, default=0)
+    p.add_argument("--filter-threads", type=int, default=1, help="hnswlib search threads with the filter")
+    p.add_argument("--queries", type=int, default=0, help="measure the first N queries only (0: all)")
     p.add_argument("--csv", default="")
     a = p.parse_args()
     a.nprobe = [int(v) for v in a.nprobe.split(",")]
@@ -355,6 +526,13 @@ def main():
     a.refine = [int(v) for v in a.refine.split(",")]
     a.lsh_nbits = [int(v) for v in a.lsh_nbits.split(",")]
     a.lsh = a.lsh.split(",")
+    a.usearch_dtype = a.usearch_dtype.split(",")
+    a.filters = [float(v) for v in a.filters.split(",") if v]
+    a.filter_kind = a.filter_kind.split(",")
+    if any(k not in ("random", "clustered") for k in a.filter_kind):
+        sys.exit(f"--filter-kind: random or clustered, not '{a.filter_kind}'")
+    if any(not 0 < f <= 1 for f in a.filters):
+        sys.exit("--filters: fractions in (0, 1]")
     lines = ["system,case,index,nlist,nprobe,recall_at_10,qps,p50_ms,p99_ms,build_s,memory_bytes,device,params"]
 
     def out(line):
@@ -368,13 +546,24 @@ def main():
         "hnswlib": run_hnswlib,
         "torch": run_torch,
         "torch_lsh": run_torch_lsh,
+        "faiss_hnsw": run_faiss_hnsw,
+        "usearch": run_usearch,
     }
+    systems = [s for s in a.systems.split(",") if s]
+    for system in systems:
+        if system not in runners:
+            sys.exit(f"--systems: unknown '{system}' ({', '.join(runners)})")
     for case in a.cases.split(","):
+        if a.metric:
+            METRIC[case] = a.metric
+        elif case not in METRIC:
+            sys.exit(f"--cases: no metric known for '{case}': pass --metric cosine or sqeuclidean")
         X, Q, T = load(a.dir, case)
-        for system in a.systems.split(","):
-            if system not in runners:
-                sys.exit(f"--systems: unknown '{system}' ({', '.join(runners)})")
-            runners[system](case, X, Q, T, a, out)
+        a.measured = a.queries if a.queries > 0 else len(Q)
+        for system in systems:
+            runners[system](case, X, Q[: a.measured], T[: a.measured], a, out)
+        if a.filters:
+            run_filtered(case, X, Q, a, out)
     if a.csv:
         with open(a.csv, "w") as f:
             f.write("\n".join(lines) + "\n")

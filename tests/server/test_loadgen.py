@@ -51,13 +51,17 @@ def test_percentiles_match_the_servers_service_times(tmp_path: pathlib.Path) -> 
         served = sorted(1000 * (answered - received) for i, received, answered, _ in stub.records if i > 0)
     lat = report["latency_ms"]
     assert report["status_200"] == len(served) == 600, text
+    # The client's clock also counts the loopback and its own scheduling: a fraction of a ms on an
+    # idle machine, a few ms on a loaded 2-core one (CI builds beside it), never tens.
     for name, q in (("p50", 0.50), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99)):
         truth = nearest_rank(served, q)
-        assert abs(lat[name] - truth) <= max(1.0, 0.01 * truth), (name, lat[name], truth)
-    assert abs(lat["mean"] - float(np.mean(served))) <= 1.0
-    # The same from the per-request CSV: every row answered, latencies exact to the microsecond.
+        assert abs(lat[name] - truth) <= max(3.0, 0.05 * truth), (name, lat[name], truth)
+    assert abs(lat["mean"] - float(np.mean(served))) <= 3.0
+    # The report's percentiles are exactly the nearest ranks of its per-request CSV rows.
     ok = sorted(float(r["latency_ms"]) for r in rows if r["status"] == "200")
-    assert len(ok) == 600 and abs(nearest_rank(ok, 0.99) - lat["p99"]) < 1e-3
+    assert len(ok) == 600
+    for name, q in (("p50", 0.50), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99)):
+        assert abs(nearest_rank(ok, q) - lat[name]) < 1e-3, (name, nearest_rank(ok, q), lat[name])
 
 
 def test_a_stall_shows_in_every_request_due_during_it(tmp_path: pathlib.Path) -> None:
