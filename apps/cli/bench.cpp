@@ -229,6 +229,11 @@ void add_bench_command(CLI::App& app) {
   ann_cmd->add_option("--hnsw", ann->hnsw, "hnsw configurations, LINKSxEF_CONSTRUCTION, comma-separated")
       ->capture_default_str();
   ann_cmd->add_option("--ef", ann->ef, "the hnsw ef sweep (candidates kept per search)")->capture_default_str();
+  ann_cmd->add_option("--filters", ann->filters,
+                      "also search each setting restricted to allow-lists of these fractions of the base, read "
+                      "from --save (bench/peers/ann_peers.py --filters writes them and their exact answers)");
+  ann_cmd->add_option("--filter-kind", ann->filter_kinds, "the allow-lists' kinds: random, clustered")
+      ->capture_default_str();
   ann_cmd->add_option("--single", ann->single, "queries timed one per call for p50 / p99 (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -244,7 +249,10 @@ void add_bench_command(CLI::App& app) {
       "  simkit bench ann --device cpu --threads 2 --cases wordnet --indexes hnsw,ivf_flat --save /tmp/ann --csv "
       "g.csv\n"
       "  python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems hnswlib,usearch,faiss --threads "
-      "2\n");
+      "2\n"
+      "  # filtered: the peers write allow-lists and their exact answers, simkit reads them\n"
+      "  python3 bench/peers/ann_peers.py --dir /tmp/ann --cases wordnet --systems '' --filters 0.01,0.1,0.5\n"
+      "  simkit bench ann --device cpu --cases wordnet --indexes hnsw --save /tmp/ann --filters 0.01,0.1,0.5\n");
   ann_cmd->callback([ann] { bench::run_ann_suite(*ann); });
 
   auto wr = std::make_shared<bench::Options>();

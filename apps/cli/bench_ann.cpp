@@ -15,7 +15,9 @@
 // QPS with every query in one batched call (median of --repeat), single-query latency p50 / p99
 // over --single queries sent one call at a time, plus build time and index memory. The CSV's
 // nprobe column holds the swept knob (lsh: probes, hnsw: ef) and its params column the rest of the
-// configuration. --save DIR writes each case's base, queries and truth (<case>_base.npy,
+// configuration. --filters F,... repeats every setting restricted to the allow-lists that
+// bench/peers/ann_peers.py --filters wrote into the --save directory, recall against their exact
+// answers. --save DIR writes each case's base, queries and truth (<case>_base.npy,
 // _queries.npy, _truth.npy) for bench/peers/ann_peers.py, which measures FAISS, hnswlib and
 // the PyTorch peers on the same files with the same columns; scripts/plot-ann.py draws them
 // together.
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -110,13 +113,49 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-Point measure(const Setup& s, const Index& index, const AnnCase& c, const SearchParams& sp, int64_t singles) {
+/// One allow-list of a filtered run and the exact top-10 of every query among its ids.
+struct AllowList {
+  std::string label;  // "random:0.01"
+  std::vector<int64_t> ids;
+  Matrix<int64_t> truth;
+};
+
+/// The allow-lists bench/peers/ann_peers.py --filters wrote beside the case's files (--save):
+/// <case>_allow_<kind>_<fraction>.npy and its _truth.npy, for every --filter-kind and --filters.
+std::vector<AllowList> load_allow_lists(const Options& o, const AnnCase& c) {
+  std::vector<AllowList> out;
+  if (o.filters.empty()) return out;
+  if (o.save.empty())
+    throw Error(ErrorCode::invalid_argument,
+                "--filters: name the directory holding the allow-lists with --save (bench/peers/ann_peers.py "
+                "--filters writes them there)");
+  for (const std::string& kind : split_list(o.filter_kinds, "--filter-kind"))
+    for (const std::string& text : split_list(o.filters, "--filters")) {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() + text.size() || !(value > 0 && value <= 1))
+        throw Error(ErrorCode::invalid_argument, "--filters: fractions in (0, 1], got " + simkit::quoted(text));
+      char fraction[32];
+      std::snprintf(fraction, sizeof fraction, "%g", value);  // the peers' spelling: 0.01, 0.1
+      const std::string stem = o.save + "/" + c.name + "_allow_" + kind + "_" + fraction;
+      AllowList a;
+      a.label = kind + ":" + fraction;
+      const Matrix<int64_t> ids = read_ids(stem + ".npy");
+      a.ids.assign(ids.data(), ids.data() + ids.size());
+      a.truth = read_truth(stem + "_truth.npy", c.queries.rows(), kK);
+      out.push_back(std::move(a));
+    }
+  return out;
+}
+
+Point measure(const Setup& s, const Index& index, const AnnCase& c, const Matrix<int64_t>& truth,
+              const SearchParams& sp, int64_t singles) {
   Point p;
   IndexSearchResult r;
   const std::vector<double> ms =
       time_runs([&] { r = index.search(s.ctx, c.queries.view(), kK, sp); }, s.warmup, s.repeat);
   p.qps = double(c.queries.rows()) / (summarize(ms).median_ms / 1e3);
-  p.recall = double(count_hits(r.ids, c.truth, kK)) / double(c.queries.rows() * kK);
+  p.recall = double(count_hits(r.ids, truth, kK)) / double(c.queries.rows() * kK);
   std::vector<double> lat;
   const int64_t n1 = std::min(singles, c.queries.rows());
   if (n1 <= 0) {  // --single 0: no latency column
@@ -151,6 +190,7 @@ void run_ann_suite(const Options& o) {
   for (const std::string& name : names) {
     auto t0 = std::chrono::steady_clock::now();
     const AnnCase c = load_case(name, o, s.ctx);
+    const std::vector<AllowList> allow_lists = load_allow_lists(o, c);
     std::printf("  %s: %lld x %lld base, %lld queries, %s (ready in %.1f s)\n", name.c_str(), (long long)c.base.rows(),
                 (long long)c.base.cols(), (long long)c.queries.rows(), to_string(c.metric), seconds_since(t0));
     if (!o.save.empty()) {
@@ -183,11 +223,24 @@ void run_ann_suite(const Options& o) {
       index->add(s.ctx, c.base.view());
       const double build_s = seconds_since(started);
       for (const auto& [knobs, params] : settings) {
-        Point p = measure(s, *index, c, *make_search_params(*index, knobs), o.single);
+        Point p = measure(s, *index, c, c.truth, *make_search_params(*index, knobs), o.single);
         p.index = type, p.nlist = nlist, p.params = params;
         p.nprobe = knobs.nprobe > 0 ? knobs.nprobe : knobs.probes > 0 ? knobs.probes : knobs.ef;
         p.build_s = build_s, p.memory = index->memory_bytes();
         emit(p);
+        // The same setting restricted to each allow-list, recall against its own exact answer;
+        // the params say which list and which plan ran (gathered and searched exactly, or walked).
+        for (const AllowList& a : allow_lists) {
+          const std::unique_ptr<SearchParams> sp = make_search_params(*index, knobs);
+          SearchStats stats;
+          sp->allowed = ArrayView<const int64_t>(a.ids);
+          sp->stats = &stats;
+          Point f = measure(s, *index, c, a.truth, *sp, o.single);
+          f.index = type, f.nlist = nlist, f.nprobe = p.nprobe, f.build_s = build_s, f.memory = p.memory;
+          f.params = params + (params.empty() ? "" : ",") + "allow=" + a.label +
+                     (stats.gathered > 0 ? ",plan=gather" : ",plan=walk");
+          emit(f);
+        }
       }
     };
     const auto nprobe_sweep = [&](int64_t refine, const std::string& params) {

@@ -56,6 +56,8 @@ struct Options {
   std::string probes = "1,2,4,8,16,32,64";
   std::string hnsw = "16x200";  // hnsw links x ef_construction, each over the ef sweep
   std::string ef = "10,16,24,32,48,64,96,128,192,256,384,512";
+  std::string filters;  // allow-list fractions (files from ann_peers.py)
+  std::string filter_kinds = "random,clustered";
   // writes only (indexes and sizes shared with the above)
   int64_t dim = 384;
   // strategies only (sizes = the dims, cases = the metrics, inputs = synthetic|wordnet, data =
