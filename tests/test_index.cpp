@@ -67,7 +67,8 @@ constexpr Kind kKinds[] = {{"flat", "flat"},
                            {"tree_d8", "tree", 8, true},
                            {"tree_d2", "tree", 2, false},
                            {"hnsw", "hnsw,m=8,ef_construction=100,ef=32"},
-                           {"hnsw_reload", "hnsw,m=6,ef_construction=40,ef=16,seed=5", 0, true}};
+                           {"hnsw_reload", "hnsw,m=6,ef_construction=40,ef=16,seed=5", 0, true},
+                           {"hnsw_sq8", "hnsw,m=8,ef_construction=100,ef=32,storage=sq8"}};
 
 using Param = std::tuple<Backend, int>;  // backend, index of kKinds
 
@@ -599,8 +600,8 @@ TEST(IndexFactory, DescriptionsParseOrAreRefused) {
   EXPECT_EQ(make_index("hnsw,m=8,ef=20,seed=3,storage=float32", 3, Metric::l2)->description(),
             "hnsw,m=8,ef_construction=200,ef=20,seed=3");
   expect_error([] { make_index("hnsw,m=1", 3, Metric::l2); }, ErrorCode::invalid_argument, "m must be");
-  expect_error([] { make_index("hnsw,storage=sq8", 3, Metric::l2); }, ErrorCode::invalid_argument,
-               "storage must be float32");
+  expect_error([] { make_index("hnsw,storage=fp8", 3, Metric::l2); }, ErrorCode::invalid_argument,
+               "storage must be float32 or sq8");
   expect_error([] { make_index("hnsw,efc=3", 3, Metric::l2); }, ErrorCode::invalid_argument,
                "unknown 'hnsw' parameter 'efc'");
   expect_error([] { make_index("ivf_flat,nlists=8", 3, Metric::l2); }, ErrorCode::invalid_argument,

@@ -229,6 +229,11 @@ void add_bench_command(CLI::App& app) {
   ann_cmd->add_option("--hnsw", ann->hnsw, "hnsw configurations, LINKSxEF_CONSTRUCTION, comma-separated")
       ->capture_default_str();
   ann_cmd->add_option("--ef", ann->ef, "the hnsw ef sweep (candidates kept per search)")->capture_default_str();
+  ann_cmd
+      ->add_option("--hnsw-storage", ann->hnsw_storage,
+                   "hnsw's vector storage, each configuration built once per entry: float32, sq8 (the walk on "
+                   "one-byte codes, the best refine x k re-ranked on the float32 rows)")
+      ->capture_default_str();
   ann_cmd->add_option("--filters", ann->filters,
                       "also search each setting restricted to allow-lists of these fractions of the base, read "
                       "from --save (bench/peers/ann_peers.py --filters writes them and their exact answers)");

@@ -297,14 +297,17 @@ void run_ann_suite(const Options& o) {
         if (x == std::string::npos)
           throw Error(ErrorCode::invalid_argument,
                       "--hnsw: " + simkit::quoted(config) + " is not LINKSxEF_CONSTRUCTION, e.g. 16x200");
-        const std::string params = "m=" + config.substr(0, x) + ",ef_construction=" + config.substr(x + 1);
-        std::vector<std::pair<SearchKnobs, std::string>> settings;
-        for (int64_t ef : efs) {
-          SearchKnobs knobs;
-          knobs.ef = ef;
-          settings.emplace_back(knobs, params);
+        for (const std::string& storage : split_list(o.hnsw_storage, "--hnsw-storage")) {
+          const std::string params =
+              "m=" + config.substr(0, x) + ",ef_construction=" + config.substr(x + 1) + ",storage=" + storage;
+          std::vector<std::pair<SearchKnobs, std::string>> settings;
+          for (int64_t ef : efs) {
+            SearchKnobs knobs;
+            knobs.ef = ef;
+            settings.emplace_back(knobs, params);
+          }
+          sweep("hnsw," + params + seed, "hnsw", 0, settings);
         }
-        sweep("hnsw," + params + seed, "hnsw", 0, settings);
       }
     }
     std::printf("\n");

@@ -55,6 +55,7 @@ struct Options {
   std::string lsh = "6x2,16x8,32x12";  // lsh tables x bits, each over the probes sweep
   std::string probes = "1,2,4,8,16,32,64";
   std::string hnsw = "16x200";  // hnsw links x ef_construction, each over the ef sweep
+  std::string hnsw_storage = "float32,sq8";
   std::string ef = "10,16,24,32,48,64,96,128,192,256,384,512";
   std::string filters;  // allow-list fractions (files from ann_peers.py)
   std::string filter_kinds = "random,clustered";

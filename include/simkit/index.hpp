@@ -212,8 +212,13 @@ struct HnswParams {
   int64_t ef_construction = 200;  // the beam of the build's searches ("ef_construction=")
   int64_t ef = 64;                // default search beam ("ef=")
   uint64_t seed = 0;              // the nodes' layers ("seed=")
-  /// How the graph's vectors are stored ("storage="): float32 alone for now.
+  /// How the search walks the graph ("storage="): "float32", the vectors as given; or "sq8",
+  /// also one uint8 code per dimension (a per-dimension min/max quantizer trained on the first
+  /// add's rows, later rows clamped to its range), walked by int8 dot products, the best
+  /// refine x k of the walk re-ranked on the float32 vectors (dim + 64-byte-rounded dim bytes a
+  /// node). The graph is the same either way: the build always measures the float32 vectors.
   std::string storage = "float32";
+  int64_t refine = 4;  // sq8: the walk's best refine x k re-ranked exactly ("refine=")
 };
 
 struct IndexSearchResult {
@@ -282,7 +287,7 @@ class Index {
 /// refine, refine_on, nprobe, train_sample, iterations, seed; IvfPqParams), e.g.
 /// "ivf_pq,nlist=4096,m=32,refine=4"; "lsh" (tables, bits, probes, width, seed; LshParams), e.g.
 /// "lsh,tables=6,bits=2"; "tree" (no parameters; l2 and sqeuclidean, dim <= 8); "hnsw" (m,
-/// ef_construction, ef, seed, storage; HnswParams), e.g. "hnsw,m=16,ef_construction=200,ef=64,seed=0".
+/// ef_construction, ef, seed, storage, refine; HnswParams), e.g. "hnsw,m=16,ef_construction=200,ef=64,seed=0".
 /// Throws Error(invalid_argument) naming the unknown kind, key or bad value, or a bad dim (or a metric or
 /// dim the tree does not serve).
 std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Metric metric);

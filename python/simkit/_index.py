@@ -35,7 +35,9 @@ class Index:
                   same results as 'flat'.
       'hnsw'      e.g. 'hnsw,m=16,ef_construction=200,ef=64': a layered proximity graph (m links
                   per node, 2m on the bottom layer) searched best-first keeping the ef best
-                  candidates; the usual CPU choice for embeddings at high recall; also seed=.
+                  candidates; the usual CPU choice for embeddings at high recall; also seed=,
+                  storage=sq8 (the walk on one-byte codes, the best refine x k re-ranked on
+                  the float32 rows: faster at the same recall, 1.25x the memory), refine=.
                   ``index.search(Q, k, ef=128)`` trades speed for recall per call.
     metric: as in `simkit.knn`.
 

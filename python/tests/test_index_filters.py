@@ -135,12 +135,12 @@ def test_the_binding_refuses_what_the_python_layer_would(rng: np.random.Generato
     h = index._handle
     Dout, Iout = np.empty((M, 3), np.float32), np.empty((M, 3), np.int64)
     with pytest.raises(ValueError, match="sorted ascending without repeats; position 2 holds 1 after 4"):
-        h.search(Q, 3, 0, 0, 0, np.array([0, 4, 1], np.int64), Dout, Iout, _simkit.Context())
+        h.search(Q, 3, 0, 0, 0, 0, np.array([0, 4, 1], np.int64), Dout, Iout, _simkit.Context())
     with pytest.raises(ValueError, match="allowed must hold int64, got float64"):
-        h.search(Q, 3, 0, 0, 0, np.array([0.0, 4.0]), Dout, Iout, _simkit.Context())
+        h.search(Q, 3, 0, 0, 0, 0, np.array([0.0, 4.0]), Dout, Iout, _simkit.Context())
     with pytest.raises(ValueError, match="allowed must be 1-D"):
-        h.search(Q, 3, 0, 0, 0, np.zeros((2, 2), np.int64), Dout, Iout, _simkit.Context())
-    short, candidates, gathered = h.search(Q, 3, 0, 0, 0, np.array([7, 9], np.int64), Dout, Iout, _simkit.Context())
+        h.search(Q, 3, 0, 0, 0, 0, np.zeros((2, 2), np.int64), Dout, Iout, _simkit.Context())
+    short, candidates, gathered = h.search(Q, 3, 0, 0, 0, 0, np.array([7, 9], np.int64), Dout, Iout, _simkit.Context())
     assert set(Iout[:, :2].ravel()) <= {7, 9} and (Iout[:, 2] == -1).all() and short == M and gathered == 1
 
 

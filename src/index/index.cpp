@@ -137,7 +137,7 @@ LshParams parse_lsh(std::string_view description, const std::vector<std::string_
 
 HnswParams parse_hnsw(std::string_view description, const std::vector<std::string_view>& parts) {
   HnswParams p;
-  for_each_pair(description, parts, "m, ef_construction, ef, seed, storage", [&](auto key, auto value) {
+  for_each_pair(description, parts, "m, ef_construction, ef, seed, storage, refine", [&](auto key, auto value) {
     if (key == "m") {
       p.m = parse_count(description, key, value, 2, 2048);  // the layers' odds are 1 / m
     } else if (key == "ef_construction") {
@@ -147,9 +147,11 @@ HnswParams parse_hnsw(std::string_view description, const std::vector<std::strin
     } else if (key == "seed") {
       p.seed = static_cast<uint64_t>(parse_count(description, key, value, 0, INT64_MAX));
     } else if (key == "storage") {
-      SIMKIT_EXPECTS(value == "float32", invalid_argument, "index description ", simkit::quoted(description),
-                     ": storage must be float32 (the only one hnsw stores yet), got ", simkit::quoted(value));
+      SIMKIT_EXPECTS(value == "float32" || value == "sq8", invalid_argument, "index description ",
+                     simkit::quoted(description), ": storage must be float32 or sq8, got ", simkit::quoted(value));
       p.storage = std::string(value);
+    } else if (key == "refine") {
+      p.refine = parse_count(description, key, value, 1, int64_t(1) << 20);
     } else {
       return false;
     }
@@ -203,7 +205,8 @@ std::unique_ptr<Index> make_index(std::string_view description, int64_t dim, Met
   detail::raise(ErrorCode::invalid_argument, "unknown index type ", simkit::quoted(kind), " in ",
                 simkit::quoted(description),
                 " (known: flat, ivf_flat[,nlist=N,nprobe=N|seed,...], ivf_pq[,nlist=N,m=N,refine=N,...], "
-                "lsh[,tables=N,bits=N,probes=N,...], tree, hnsw[,m=N,ef_construction=N,ef=N,seed=N])");
+                "lsh[,tables=N,bits=N,probes=N,...], tree, "
+                "hnsw[,m=N,ef_construction=N,ef=N,seed=N,storage=float32|sq8,refine=N])");
 }
 
 std::unique_ptr<Index> load_index(const std::string& path) {

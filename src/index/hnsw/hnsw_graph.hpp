@@ -128,23 +128,35 @@ struct HnswGraph {
   int64_t dim = 0;
   int64_t m = 16;  // links a node keeps on the upper layers; 2m on layer 0
   HnswSpace space = HnswSpace::sqdist;
-  std::vector<float> vectors;     // nodes x dim, as given
-  std::vector<float> inv_norm;    // cosine, pearson: 1 / |x| (pearson: of x - mean), 0 for a zero row
-  std::vector<float> mean;        // pearson: each row's mean
+  std::vector<float> vectors;   // nodes x dim, as given
+  std::vector<float> inv_norm;  // cosine, pearson: 1 / |x| (pearson: of x - mean), 0 for a zero row
+  std::vector<float> mean;      // pearson: each row's mean
+  // cosine, pearson: |x (- mean)|^2 and (pearson) the mean in double, the very sums of knn's
+  // exact_cosine (core/exact_metric.hpp), so the re-score computes only the cross term.
+  std::vector<double> norm2, mean64;
   std::vector<int64_t> ids;       // node -> id
   std::vector<uint8_t> level;     // node -> its top layer
   std::vector<uint8_t> deleted;   // node -> removed (still walked through, never returned)
   std::vector<uint32_t> links0;   // layer 0: node * stride0() -> count, then the links
   std::vector<int64_t> upper_at;  // node -> where its layer-1 list starts in `upper`; -1 at level 0
   std::vector<uint32_t> upper;    // layers 1 .. level of each such node, stride 1 + m each
-  int64_t entry = -1;             // the walk's start, a node of the top layer; -1 when empty
-  int top = 0;                    // the top layer
+  // storage=sq8 (hnsw_sq8.hpp): per-dimension uint8 codes the search walks on, the float32
+  // vectors above kept for the build and the exact re-rank.
+  bool sq8 = false;
+  std::vector<float> sq_lo, sq_step;  // dim each: x ~ lo + step * code; empty until trained
+  std::vector<uint8_t> codes;         // nodes x code_stride(), zero-padded
+  std::vector<float> code_sq;         // sqdist: |decoded row|^2
+  int64_t entry = -1;                 // the walk's start, a node of the top layer; -1 when empty
+  int top = 0;                        // the top layer
   mutable VisitedPool visited;
 
   int64_t nodes() const noexcept { return static_cast<int64_t>(ids.size()); }
   int64_t stride0() const noexcept { return 1 + 2 * m; }
   int64_t capacity(int layer) const noexcept { return layer == 0 ? 2 * m : m; }
   const float* row(int64_t node) const noexcept { return vectors.data() + node * dim; }
+  /// A code row's bytes: dim rounded up to 64, whole cache lines for the int8 kernel.
+  int64_t code_stride() const noexcept { return (dim + 63) / 64 * 64; }
+  const uint8_t* code(int64_t node) const noexcept { return codes.data() + node * code_stride(); }
   /// The list of `node` on `layer` (<= its level): [0] the count, then the links.
   uint32_t* links(int64_t node, int layer) noexcept {
     return layer == 0 ? links0.data() + node * stride0()
@@ -158,7 +170,9 @@ struct HnswGraph {
 
 /// The scales of nodes [from, nodes()) for cosine and pearson (nothing for the other spaces),
 /// in double as knn's row statistics: the mean (pearson) and the inverse norm of the (centred)
-/// row, 0 for a zero row. Derived from the vectors, so files do not carry them.
+/// row, 0 for a zero row, with the double sums themselves (norm2, mean64). Same order of
+/// operations as exact_mean and exact_dot (core/exact_metric.hpp): the bits must match theirs. Derived from the
+/// vectors, so files do not carry them.
 inline void hnsw_row_scales(HnswGraph& g, int64_t from) {
   if (!g.normalised()) return;
   for (int64_t v = from; v < g.nodes(); ++v) {
@@ -171,6 +185,8 @@ inline void hnsw_row_scales(HnswGraph& g, int64_t from) {
     }
     for (int64_t t = 0; t < g.dim; ++t) ss += (x[t] - mean) * (x[t] - mean);
     g.inv_norm.push_back(ss > 0 ? static_cast<float>(1.0 / std::sqrt(ss)) : 0.0f);
+    g.norm2.push_back(ss);
+    if (g.space == HnswSpace::pearson) g.mean64.push_back(mean);
   }
 }
 
@@ -181,6 +197,7 @@ struct HnswSearchArgs {
   MatrixView<const float> Q;
   int64_t k = 0;
   int64_t ef = 0;                    // >= k
+  int64_t refine = 0;                // sq8: the walk's best refine x k re-ranked exactly
   const IdFilter* filter = nullptr;  // when set, only nodes whose ids it allows are returned
   MatrixView<float> values;
   MatrixView<int64_t> ids;
@@ -196,6 +213,8 @@ void hnsw_insert(const Context& ctx, HnswGraph& g, MatrixView<const float> X, co
                  int64_t ef_construction, uint64_t seed);
 /// The k best live (and allowed) nodes of each query, by knn's re-score rule (cpu/hnsw_search.cpp).
 void hnsw_search(const Context& ctx, const HnswSearchArgs& a);
+/// What a loaded sq8 graph derives from its codes rather than storing (cpu/hnsw_build.cpp).
+void hnsw_derive_code_terms(HnswGraph& g);
 }  // namespace cpu
 
 }  // namespace simkit::detail

@@ -42,6 +42,7 @@ class HnswIndex final : public Index {
     g_.dim = dim;
     g_.m = p.m;
     g_.space = hnsw_space(metric);
+    g_.sq8 = p.storage == "sq8";
   }
 
   std::string type() const override { return "hnsw"; }
@@ -59,7 +60,10 @@ class HnswIndex final : public Index {
     return g_.vectors.capacity() * sizeof(float) + (g_.links0.capacity() + g_.upper.capacity()) * sizeof(uint32_t) +
            (g_.inv_norm.capacity() + g_.mean.capacity()) * sizeof(float) +
            (g_.ids.capacity() + g_.upper_at.capacity()) * sizeof(int64_t) + g_.level.capacity() +
-           g_.deleted.capacity() + ids_.memory_bytes() + g_.visited.memory_bytes(g_.nodes());
+           g_.deleted.capacity() + g_.codes.capacity() +
+           (g_.code_sq.capacity() + g_.sq_lo.capacity() + g_.sq_step.capacity()) * sizeof(float) +
+           (g_.norm2.capacity() + g_.mean64.capacity()) * sizeof(double) + ids_.memory_bytes() +
+           g_.visited.memory_bytes(g_.nodes());
   }
   int64_t next_id() const override {
     std::shared_lock lock(mutex_);
@@ -103,6 +107,7 @@ class HnswIndex final : public Index {
 
   void save(const std::string& path) const override;
   void load(const IndexFile& f, const CommonHeader& h);
+  void load_codes(const IndexFile& f);
 
  private:
   MatrixView<const float> stored() const noexcept { return {g_.vectors.data(), g_.nodes(), g_.dim}; }
@@ -152,9 +157,17 @@ void HnswIndex::search(const Context& ctx, MatrixView<const float> Q, int64_t k,
   if (sp.allowed) filter.emplace(*sp.allowed);
   SearchOutput out(values, ids);
   int64_t candidates = 0, short_rows = 0;
-  const HnswSearchArgs args{
-      &g_,       plan_metric(metric_), Qh,         k, ef, filter ? &*filter : nullptr, out.values(),
-      out.ids(), &candidates,          &short_rows};
+  const HnswSearchArgs args{&g_,
+                            plan_metric(metric_),
+                            Qh,
+                            k,
+                            ef,
+                            g_.sq8 ? params_.refine : 0,
+                            filter ? &*filter : nullptr,
+                            out.values(),
+                            out.ids(),
+                            &candidates,
+                            &short_rows};
   cpu::hnsw_search(ctx, args);
   if (sp.stats) sp.stats->candidates += candidates, sp.stats->short_rows += short_rows;
   out.deliver(ctx);
@@ -186,7 +199,8 @@ void HnswIndex::search_exact(const Context& ctx, MatrixView<const float> Q, int6
 
 // The file: the common sections, the description, then the graph as it is in memory (removed
 // nodes included, so that node numbers -- and with them the layers later adds draw -- survive).
-// The scales of cosine and pearson are recomputed from the vectors.
+// The scales of cosine and pearson are recomputed from the vectors. sq8 adds its quantizer and
+// codes (sq_lo, sq_step, codes: sections a float32 file does not have, so those load as before).
 void HnswIndex::save(const std::string& path) const {
   std::shared_lock lock(mutex_);
   IndexFileWriter w;
@@ -201,6 +215,11 @@ void HnswIndex::save(const std::string& path) const {
   w.add("deleted", g_.deleted.data(), g_.deleted.size());
   w.add("links0", g_.links0.data(), g_.links0.size() * sizeof(uint32_t));
   w.add("upper", g_.upper.data(), g_.upper.size() * sizeof(uint32_t));
+  if (g_.sq8) {
+    w.add("sq_lo", g_.sq_lo.data(), g_.sq_lo.size() * sizeof(float));
+    w.add("sq_step", g_.sq_step.data(), g_.sq_step.size() * sizeof(float));
+    w.add("codes", g_.codes.data(), g_.codes.size());
+  }
   w.write(path);
 }
 
@@ -252,6 +271,20 @@ void HnswIndex::load(const IndexFile& f, const CommonHeader& h) {
   for (int64_t v = 1; v < n; ++v)
     if (g_.ids[size_t(v)] < g_.ids[size_t(v - 1)]) ascending_ = false;
   hnsw_row_scales(g_, 0);
+  if (g_.sq8) load_codes(f);
+}
+
+/// sq8's sections: the quantizer (empty until the first add trained it) and the codes.
+void HnswIndex::load_codes(const IndexFile& f) {
+  const int64_t n = g_.nodes(), d = g_.dim, trained = n > 0 ? d : 0;
+  g_.sq_lo = read_array<float>(f, "sq_lo", trained);
+  g_.sq_step = read_array<float>(f, "sq_step", trained);
+  check_finite_section(f, "sq_lo", g_.sq_lo);
+  check_finite_section(f, "sq_step", g_.sq_step);
+  for (float step : g_.sq_step)
+    if (step < 0) refuse_file(f, "an hnsw quantizer step is negative");
+  g_.codes = read_array<uint8_t>(f, "codes", n * g_.code_stride());
+  cpu::hnsw_derive_code_terms(g_);
 }
 
 }  // namespace
@@ -259,7 +292,7 @@ void HnswIndex::load(const IndexFile& f, const CommonHeader& h) {
 std::string describe_hnsw(const HnswParams& p) {
   std::string d = "hnsw,m=" + std::to_string(p.m) + ",ef_construction=" + std::to_string(p.ef_construction) +
                   ",ef=" + std::to_string(p.ef) + ",seed=" + std::to_string(p.seed);
-  if (p.storage != "float32") d += ",storage=" + p.storage;
+  if (p.storage != "float32") d += ",storage=" + p.storage + ",refine=" + std::to_string(p.refine);
   return d;
 }
 

@@ -29,6 +29,7 @@
 
 #include "core/parallel.hpp"
 #include "index/hnsw/cpu/hnsw_distance.hpp"
+#include "index/hnsw/cpu/hnsw_sq8.hpp"
 #include "index/hnsw/cpu/hnsw_walk.hpp"
 #include "index/hnsw/hnsw_graph.hpp"
 
@@ -86,6 +87,10 @@ void append_nodes(HnswGraph& g, MatrixView<const float> X, const std::vector<int
     if (level > 0) g.upper.resize(g.upper.size() + static_cast<size_t>(level * (1 + g.m)), 0u);
   }
   hnsw_row_scales(g, first);
+  if (g.sq8) {
+    if (g.sq_lo.empty() && n > 0) hnsw::sq8_train(g, first);  // the first add's rows (cpu/hnsw_sq8.hpp)
+    hnsw::sq8_encode(g, first);
+  }
 }
 
 /// Drops nodes [keep, nodes()), which no list may name.
@@ -99,8 +104,13 @@ void truncate_nodes(HnswGraph& g, int64_t keep) {
   g.vectors.resize(k * static_cast<size_t>(g.dim));
   g.links0.resize(k * static_cast<size_t>(g.stride0()));
   g.ids.resize(k), g.level.resize(k), g.deleted.resize(k), g.upper_at.resize(k);
-  if (g.normalised()) g.inv_norm.resize(k);
-  if (g.space == HnswSpace::pearson) g.mean.resize(k);
+  if (g.normalised()) g.inv_norm.resize(k), g.norm2.resize(k);
+  if (g.space == HnswSpace::pearson) g.mean.resize(k), g.mean64.resize(k);
+  if (g.sq8) {
+    g.codes.resize(k * static_cast<size_t>(g.code_stride()));
+    if (g.space == HnswSpace::sqdist) g.code_sq.resize(k);
+    if (keep == 0) g.sq_lo.clear(), g.sq_step.clear();  // the first add trained it: the next one will
+  }
 }
 
 /// Phase 1 for node v of the batch [b0, v]: its forward links, per layer 0 .. level(v).
@@ -236,6 +246,10 @@ void hnsw_insert(const Context& ctx, HnswGraph& g, MatrixView<const float> X, co
     throw;
   }
   for (auto& v : visited) g.visited.give_back(std::move(v));
+}
+
+void hnsw_derive_code_terms(HnswGraph& g) {
+  if (g.sq8 && g.space == HnswSpace::sqdist) hnsw::sq8_code_norms(g);
 }
 
 }  // namespace simkit::detail::cpu

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/simd.hpp"
+#include "index/hnsw/cpu/hnsw_simd512.hpp"
 #include "index/hnsw/hnsw_graph.hpp"
 
 namespace simkit::detail::cpu::hnsw {
@@ -94,7 +95,7 @@ struct Probe {
 /// The walk's distance (smaller is nearer) between a probe and g's nodes, in g's space.
 class Meter {
  public:
-  explicit Meter(const HnswGraph& g) : g_(g) {}
+  explicit Meter(const HnswGraph& g) : g_(g), wide_(hnsw_avx512()) {}
 
   /// A query as given: its inverse norm (and mean) computed once, in double.
   Probe query(const float* q) const {
@@ -121,10 +122,10 @@ class Meter {
     const float* x = g_.row(v);
     const int64_t d = g_.dim;
     switch (g_.space) {
-      case HnswSpace::sqdist: return sqdist(p.x, x, d);
+      case HnswSpace::sqdist: return wide_ ? sqdist512(p.x, x, d) : sqdist(p.x, x, d);
       case HnswSpace::l1: return l1(p.x, x, d);
-      case HnswSpace::neg_dot: return -dot(p.x, x, d);
-      case HnswSpace::cosine: return -dot(p.x, x, d) * (p.inv_norm * g_.inv_norm[v]);
+      case HnswSpace::neg_dot: return -(wide_ ? dot512(p.x, x, d) : dot(p.x, x, d));
+      case HnswSpace::cosine: return -(wide_ ? dot512(p.x, x, d) : dot(p.x, x, d)) * (p.inv_norm * g_.inv_norm[v]);
       case HnswSpace::pearson: return -centred_dot(p.x, p.mean, x, g_.mean[v], d) * (p.inv_norm * g_.inv_norm[v]);
     }
     return 0;
@@ -139,6 +140,7 @@ class Meter {
 
  private:
   const HnswGraph& g_;
+  bool wide_;  // the AVX-512 kernels (hnsw_simd512.hpp)
 };
 
 }  // namespace simkit::detail::cpu::hnsw

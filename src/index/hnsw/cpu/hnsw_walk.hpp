@@ -31,10 +31,13 @@ struct WalkScratch {
   int64_t distances = 0;        // computed, over the walks
 };
 
+/// Both walks take any meter (Meter over the float32 rows, CodeMeter over sq8 codes) with its
+/// own probe type.
+///
 /// From `from` (distance `dist`), the greedy walk down to layer `stop` + 1 .. `top`: at each
 /// layer, move to the nearest link while one is nearer. Returns the node reached.
-inline Near descend(const HnswGraph& g, const Meter& meter, const Probe& p, Near from, int top, int stop,
-                    WalkScratch& s) {
+template <class M, class P>
+Near descend(const HnswGraph& g, const M& meter, const P& p, Near from, int top, int stop, WalkScratch& s) {
   for (int layer = top; layer > stop; --layer) {
     for (bool moved = true; moved;) {
       moved = false;
@@ -53,8 +56,8 @@ inline Near descend(const HnswGraph& g, const Meter& meter, const Probe& p, Near
 /// nearest nodes that `admit` accepts in s.best (a max-heap), walking through the others too --
 /// removed and disallowed nodes still carry the walk. Stops when the nearest unexpanded node is
 /// farther than the ef-th kept one. `visited` must be begun, with the starts marked.
-template <class Admit>
-void search_layer(const HnswGraph& g, const Meter& meter, const Probe& p, const std::vector<Near>& starts, int64_t ef,
+template <class M, class P, class Admit>
+void search_layer(const HnswGraph& g, const M& meter, const P& p, const std::vector<Near>& starts, int64_t ef,
                   int layer, Admit admit, VisitedList& visited, WalkScratch& s) {
   auto& frontier = s.frontier;
   auto& best = s.best;
@@ -71,6 +74,9 @@ void search_layer(const HnswGraph& g, const Meter& meter, const Probe& p, const 
     if (static_cast<int64_t>(best.size()) >= ef && best.front() < c) break;
     std::pop_heap(frontier.begin(), frontier.end(), std::greater<>{});
     frontier.pop_back();
+    // The next node to expand is most likely the frontier's new head: its links start loading
+    // while this node's neighbours are measured.
+    if (!frontier.empty()) __builtin_prefetch(g.links(frontier.front().node, layer));
     // The unvisited links first, their rows prefetched, then their distances: the loads of the
     // later rows overlap the arithmetic on the earlier ones.
     const uint32_t* list = g.links(c.node, layer);
