@@ -32,12 +32,13 @@
 
 namespace simkit::detail::cpu::hnsw {
 
-/// Whether the AVX-512 kernels may run (F, BW, VL, and VNNI for the int8 codes).
+/// Whether the AVX-512 kernels may run: every extension SIMKIT_AVX512 compiles them for (F, BW,
+/// VL, DQ, and VNNI for the int8 codes), or a CPU with one missing would fault on them.
 /// SIMKIT_HNSW_AVX2=1 turns them off, to measure the AVX2 path on the same machine.
 inline bool hnsw_avx512() {
   static const bool ok = !std::getenv("SIMKIT_HNSW_AVX2") && __builtin_cpu_supports("avx512f") &&
                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512vnni");
+                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
   return ok;
 }
 
