@@ -354,7 +354,7 @@ void add_index_command(CLI::App& app) {
   build
       ->add_option("--storage", b->storage,
                    "hnsw: float32, or sq8 (the walk on one-byte codes, ~2x faster at equal recall on WordNet; the "
-                   "best 4 k re-ranked on the float32 rows, kept beside: 1.25x the memory)")
+                   "best 4 k re-ranked on the float32 rows, kept beside: 1.22x the memory)")
       ->capture_default_str();
   add_run_options(build, b->run);
   build->callback([b] { run_build(*b); });
