@@ -31,24 +31,13 @@
 #include "index/index_file.hpp"
 #include "index_check.hpp"
 #include "reference.hpp"
+#include "scoped_env.hpp"
 
 namespace simkit::test {
 namespace {
 
 constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::cosine,
                                Metric::dot, Metric::pearson,     Metric::l1};
-
-/// Sets an environment variable for its lifetime (the planner's override, filtered_search.hpp).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
 
 std::string temp_file(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("simkit-hnsw-" + std::to_string(::getpid()) + "-" + name)).string();

@@ -27,6 +27,7 @@
 #include "index/ivf/probe_pairs.hpp"
 #include "index_check.hpp"
 #include "reference.hpp"
+#include "scoped_env.hpp"
 
 namespace simkit::test {
 namespace {
@@ -72,18 +73,6 @@ INSTANTIATE_TEST_SUITE_P(Kinds, IndexWrites,
                          ::testing::Combine(::testing::ValuesIn(kBackends),
                                             ::testing::Range(0, int(std::size(kKinds)))),
                          param_name);
-
-/// Sets an environment variable for its lifetime (the planner's override, filtered_search.hpp).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
 
 Matrix<float> rows_of(const Matrix<float>& X, const std::vector<int64_t>& rows) {
   Matrix<float> out(static_cast<int64_t>(rows.size()), X.cols());

@@ -26,6 +26,7 @@
 #include "index/index_file.hpp"
 #include "index_check.hpp"
 #include "reference.hpp"
+#include "scoped_env.hpp"
 
 namespace simkit::test {
 namespace {
@@ -115,18 +116,6 @@ class Twins {
   const Matrix<float>& pool_;
   std::vector<int64_t> ids_;
   std::vector<bool> live_;
-};
-
-/// Sets an environment variable for its lifetime (the planner's override, filtered_search.hpp).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
 };
 
 class TreeIndex : public BackendTest {};
