@@ -3,7 +3,8 @@
 and bench/peers/ann_peers.py given (same columns). Exact searches are drawn as single points at
 their recall; approximate indexes as curves over their sweep (nprobe, ef, lsh probes or IndexLSH
 bits), one curve per configuration (the params column: ivf_pq's m and refine, lsh's tables and
-bits).
+bits). Filtered rows (simkit's params `allow=KIND:FRACTION`, the peers' `filter=KIND,allowed=F`)
+get a panel per case, kind and fraction, their recall against the exact filtered answer.
 
     python3 scripts/plot-ann.py simkit-ann.csv peers-ann.csv --out bench/results/ann.png
 """
@@ -18,27 +19,49 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+FILTER_KEYS = ("allow", "filter", "allowed", "plan")
+
+
+def panel_and_params(r):
+    """The row's panel (its case, and its allow-list when filtered) and its params without the
+    filter's keys (simkit's plan varies along a sweep: one curve either way)."""
+    items = [kv.split("=", 1) for kv in r.get("params", "").split(",") if "=" in kv]
+    kv = dict(items)
+    panel = r["case"]
+    if "allow" in kv:
+        kind, frac = kv["allow"].split(":")
+        panel += f", {kind} allow-list {frac}"
+    elif "filter" in kv:
+        panel += f", {kv['filter']} allow-list {kv.get('allowed', '?')}"
+    return panel, ",".join(f"{k}={v}" for k, v in items if k not in FILTER_KEYS)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("csv", nargs="+")
     p.add_argument("--out", required=True)
     p.add_argument("--title", default="")
     a = p.parse_args()
-    series = defaultdict(list)  # (case) -> rows
+    series = defaultdict(list)  # panel -> (row, params)
     for path in a.csv:
         with open(path) as f:
             for r in csv.DictReader(f):
-                series[r["case"]].append(r)
+                panel, params = panel_and_params(r)
+                series[panel].append((r, params))
     cases = sorted(series)
-    fig, axes = plt.subplots(1, len(cases), figsize=(6.5 * len(cases), 5), squeeze=False)
-    for ax, case in zip(axes[0], cases):
+    cols = min(len(cases), 3)
+    rows = (len(cases) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 5 * rows), squeeze=False)
+    for ax in axes.flat[len(cases):]:
+        ax.set_visible(False)
+    for ax, case in zip(axes.flat, cases):
         curves = defaultdict(list)
-        for r in series[case]:
+        for r, params in series[case]:
             label = f'{r["system"]} {r["index"]} ({r["device"]})'
             if r["nlist"] not in ("", "0"):
                 label += f' nlist={r["nlist"]}'
-            if r.get("params"):
-                label += f' {r["params"]}'
+            if params:
+                label += f" {params}"
             curves[label].append((float(r["recall_at_10"]), float(r["qps"]), r["nprobe"]))
         for label, pts in sorted(curves.items()):
             pts.sort()

@@ -33,8 +33,12 @@
 //              split into add() calls). cosine and pearson walk by the inner product of the
 //              normalised (pearson: centred) rows; dot walks by the raw inner product, a
 //              heuristic whose recall depends on how the vectors' norms spread. remove() marks a
-//              node: searches walk through it and never return it; its memory stays until a
-//              later version repairs the graph. The graph lives in host memory and is searched
+//              node: searches walk through it and never return it. The remove() that brings the
+//              marks to a tenth of the nodes repairs the graph: the marked nodes' neighbours
+//              are re-linked through the marked nodes' own links, the marked nodes are dropped
+//              and their memory returned (it runs on all hardware threads: remove() takes no
+//              Context). Recall at a given ef after removing 30% and adding 20% stays that of
+//              a graph built fresh over the same rows. The graph lives in host memory and is searched
 //              on the CPU: with Context::device = gpu, queries on the device are copied to the
 //              host, and the results are written where the outputs are.
 //
@@ -245,7 +249,7 @@ class Index {
   /// 4 n more for the CPU scan's per-row table term (every metric but dot and l1), 4 dim n more
   /// with refine > 0, plus centroids, code books and list offsets -- where n counts the lists'
   /// room to grow as well as their rows (inverted files), and the id map about 40 bytes an id.
-  /// hnsw: per node (removed ones included) 4 dim for the vector, 4 (2m + 1) for the bottom
+  /// hnsw: per node (removed ones included until the repair) 4 dim for the vector, 4 (2m + 1) for the bottom
   /// layer's links, ~4 (m + 1) / ln(m) for the upper layers', 18 more (id, layer, mark, upper
   /// offset), 4 more for cosine (8 for pearson), plus the id map and the searches' visited lists
   /// (4 bytes a node each, kept between searches).

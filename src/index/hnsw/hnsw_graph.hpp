@@ -4,9 +4,9 @@
 // what its CPU build and search (cpu/hnsw_build.cpp, cpu/hnsw_search.cpp) read and write.
 //
 // Layout, placed for the traversal: the vectors as given, node after node (node = insertion
-// order, never reused yet); layer 0's links in one flat array of fixed stride 1 + 2m (a count,
-// then up to 2m node numbers), so a node's links sit at node * stride with no indirection; the
-// upper layers' lists (stride 1 + m each) packed for the few nodes that have them (about 1 in m),
+// order; the repair after deletes renumbers the live ones and frees the rest); layer 0's links in one flat array of
+// fixed stride 1 + 2m (a count, then up to 2m node numbers), so a node's links sit at node * stride with no
+// indirection; the upper layers' lists (stride 1 + m each) packed for the few nodes that have them (about 1 in m),
 // found through upper_at. Node numbers are uint32: half the bytes of the links an int64 would
 // take, and 4 billion nodes is more than one host holds.
 //
@@ -213,6 +213,10 @@ void hnsw_insert(const Context& ctx, HnswGraph& g, MatrixView<const float> X, co
                  int64_t ef_construction, uint64_t seed);
 /// The k best live (and allowed) nodes of each query, by knn's re-score rule (cpu/hnsw_search.cpp).
 void hnsw_search(const Context& ctx, const HnswSearchArgs& a);
+/// Takes the removed nodes out of g (cpu/hnsw_repair.cpp): the lists that name them chosen again
+/// from their neighbourhoods, the live nodes renumbered in order, the entry point kept live.
+/// Deterministic whatever the thread count; on an exception g is unchanged.
+void hnsw_repair(const Context& ctx, HnswGraph& g);
 /// What a loaded sq8 graph derives from its codes rather than storing (cpu/hnsw_build.cpp).
 void hnsw_derive_code_terms(HnswGraph& g);
 }  // namespace cpu

@@ -1,8 +1,10 @@
 // hnsw on the Index contract: the graph (hnsw_graph.hpp) with the id map, the allow-list planner
 // and the file format every index shares.
 //
-// Nodes are numbered in insertion order and never renumbered: remove() marks a node, which the
-// walks pass through and never return, and an id removed and added again is a new node. Searches
+// Nodes are numbered in insertion order. remove() marks a node, which the walks pass through and
+// never return (an id removed and added again is a new node); once the marks reach a tenth of
+// the nodes, it repairs the graph (cpu::hnsw_repair): the marked nodes' neighbours re-linked, the
+// live nodes renumbered, the memory of the others returned for later adds. Searches
 // with ef >= size() (and on an index with nothing live) skip the graph for the exact scan over
 // the live rows (search_rows, flat's search): the walk would have to reach every node, and a
 // pruned graph is not guaranteed to connect them all. Allow-lists go through the planner
@@ -99,6 +101,7 @@ class HnswIndex final : public Index {
         g_.deleted[size_t(*node)] = 1;
         ++removed;
       }
+    if (removed > 0 && (g_.nodes() - ids_.size()) * kRepairShare >= g_.nodes()) repair();
     return removed;
   }
 
@@ -111,6 +114,23 @@ class HnswIndex final : public Index {
 
  private:
   MatrixView<const float> stored() const noexcept { return {g_.vectors.data(), g_.nodes(), g_.dim}; }
+
+  /// The marks cost every walk that passes them and hold their rows' memory; a repair costs a
+  /// few hundred distances per live node (cpu/hnsw_repair.cpp). A tenth keeps repairs rare (a
+  /// stream of single removes repairs once per tenth of the graph) and the marks a small part of
+  /// what a walk passes.
+  static constexpr int64_t kRepairShare = 10;
+
+  /// The marked nodes taken out of the graph, with the id map moved to the new node numbers.
+  /// remove() has no Context: the repair runs on every hardware thread.
+  void repair() {
+    cpu::hnsw_repair(Context{}, g_);
+    ascending_ = true;
+    for (int64_t v = 0; v < g_.nodes(); ++v) {
+      ids_.set(g_.ids[size_t(v)], v);
+      if (v > 0 && g_.ids[size_t(v)] < g_.ids[size_t(v - 1)]) ascending_ = false;
+    }
+  }
 
   /// Records the ids of nodes [first, nodes()) in the id map.
   void record(int64_t first) {

@@ -18,9 +18,7 @@
 // nodes of a batch see each other exactly, and they let the searches, nearly all the work, run
 // in parallel.
 //
-// The heuristic (the paper's algorithm 4, without extending the candidates or keeping pruned
-// ones): candidates nearest first; one is kept when it is nearer to the base node than to every
-// link kept so far, so the links spread in direction instead of bunching in one cluster.
+// Both phases choose links with the heuristic of cpu/hnsw_select.hpp.
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +27,7 @@
 
 #include "core/parallel.hpp"
 #include "index/hnsw/cpu/hnsw_distance.hpp"
+#include "index/hnsw/cpu/hnsw_select.hpp"
 #include "index/hnsw/cpu/hnsw_sq8.hpp"
 #include "index/hnsw/cpu/hnsw_walk.hpp"
 #include "index/hnsw/hnsw_graph.hpp"
@@ -40,6 +39,7 @@ namespace {
 using hnsw::Meter;
 using hnsw::Near;
 using hnsw::Probe;
+using hnsw::select_links;
 using hnsw::WalkScratch;
 
 // Batch sizes: an eighth of the graph, within [32, 1024]. A batch's node measures every earlier
@@ -48,22 +48,6 @@ using hnsw::WalkScratch;
 // later walk passes through, are linked as a sequential build would link them.
 constexpr int64_t kBatchMin = 32, kBatchMax = 1024;
 int64_t batch_size(int64_t nodes) { return std::clamp<int64_t>(nodes / 8, kBatchMin, kBatchMax); }
-
-/// The heuristic over `sorted` (nearest first, distances to the base node): at most cap links.
-void select_links(const Meter& meter, const std::vector<Near>& sorted, int64_t cap, std::vector<uint32_t>& out) {
-  out.clear();
-  for (const Near& c : sorted) {
-    if (static_cast<int64_t>(out.size()) >= cap) break;
-    const Probe pc = meter.node(c.node);
-    bool keep = true;
-    for (uint32_t r : out)
-      if (meter(pc, r) < c.dist) {
-        keep = false;
-        break;
-      }
-    if (keep) out.push_back(c.node);
-  }
-}
 
 /// Appends the rows as unlinked nodes: unreachable until phase 2 links them.
 void append_nodes(HnswGraph& g, MatrixView<const float> X, const std::vector<int64_t>& ids, uint64_t seed) {
