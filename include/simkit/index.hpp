@@ -252,7 +252,7 @@ class Index {
   /// hnsw: per node (removed ones included until the repair) 4 dim for the vector, 4 (2m + 1) for the bottom
   /// layer's links, ~4 (m + 1) / ln(m) for the upper layers', 18 more (id, layer, mark, upper
   /// offset), 4 more for cosine (8 for pearson), plus the id map and the searches' visited lists
-  /// (4 bytes a node each, kept between searches).
+  /// (2 bytes a node each, kept between searches).
   virtual size_t memory_bytes() const = 0;
 
   /// Learns what the index needs from representative vectors (n x dim, host): the k-means

@@ -70,7 +70,9 @@ inline int hnsw_level(uint64_t seed, int64_t node, int64_t m) {
 }
 
 /// Visited marks for one walk at a time: a stamp per node, and a new stamp per walk instead of
-/// clearing n marks (the clear runs once in 2^32 walks).
+/// clearing n marks (the clear runs once in 65,535 walks). Two bytes a stamp: a walk tests the
+/// mark of every link it meets, at random nodes, and half the bytes keep twice the nodes' marks
+/// in cache (2 MB at 1,000,000 nodes, against 4 MB for four-byte stamps).
 class VisitedList {
  public:
   /// Starts a walk over `nodes` nodes.
@@ -91,8 +93,8 @@ class VisitedList {
   const void* mark_address(uint32_t node) const { return marks_.data() + node; }
 
  private:
-  std::vector<uint32_t> marks_;
-  uint32_t stamp_ = 0;
+  std::vector<uint16_t> marks_;
+  uint16_t stamp_ = 0;
 };
 
 /// Visited lists kept between searches (n stamps each: allocating them per call would cost a
@@ -116,7 +118,7 @@ class VisitedPool {
   }
   size_t memory_bytes(int64_t nodes) const {
     std::lock_guard g(mutex_);
-    return free_.size() * static_cast<size_t>(nodes) * sizeof(uint32_t);
+    return free_.size() * static_cast<size_t>(nodes) * sizeof(uint16_t);
   }
 
  private:
@@ -199,6 +201,7 @@ struct HnswSearchArgs {
   int64_t ef = 0;                    // >= k
   int64_t refine = 0;                // sq8: the walk's best refine x k re-ranked exactly
   const IdFilter* filter = nullptr;  // when set, only nodes whose ids it allows are returned
+  bool any_removed = true;           // false: no node is marked, and the walk reads no marks
   MatrixView<float> values;
   MatrixView<int64_t> ids;
   int64_t* candidates = nullptr;  // += nodes whose distance was computed, over the queries
