@@ -154,6 +154,8 @@ def measure(search, Q, T, repeat, single):
         ids = search(Q)
         times.append(time.perf_counter() - t0)
     qps = len(Q) / float(np.median(times))
+    if single <= 0:  # --single 0: no latency run (nan, as simkit's bench writes)
+        return recall(ids, T), qps, float("nan"), float("nan")
     lat = []
     for i in range(min(single, len(Q)) + 3):
         q = Q[i % len(Q) : i % len(Q) + 1]

@@ -41,11 +41,21 @@ constexpr int64_t kProbedAllowedPerK = 256;
 // (28.9 against 28.5); n = 1,000,000: between 250 and 1,000. So the walk is kept while
 // allowed^2 >= 2^(d + 1) k n: 16 at d = 3, 64 at d = 5, 512 at d = 8.
 // A graph walk (hnsw) against the gather: the walk computes ~ef links / f distances a query,
-// one row at a time from scattered memory, the gather `allowed` rows in sgemm blocks. An
-// estimate, not yet measured: a walked row taken to cost 8 gathered ones. The walk is kept while
-// allowed^2 >= 8 ef links n: above ~13% of 1,000,000 rows at ef 64 with 32 links; a set of a few
-// thousand rows is always gathered.
-constexpr double kWalkedRowCost = 8;
+// one row at a time from scattered memory, the gather `allowed` rows in sgemm blocks, so the
+// walk is kept while allowed^2 >= c ef links n, c the cost of a walked row in gathered ones.
+// Measured with forced plans (`simkit bench ann --filters`, WordNet 117,659 x 384 cosine, m 16:
+// 32 links, 2 threads, 10,000 queries, 2026-11-26), storage=sq8, queries/s walk against gather:
+//   ef 16, random allow-lists:    10% 13,999 / 16,742   20% 22,730 / 10,244   -> c ~ 3.3
+//   ef 16, clustered:             10%  4,553 / 17,576   20% 16,547 / 10,238   -> c ~ 5.9
+//   ef 48, random:                20%  9,087 / 10,181   30% 12,185 /  7,219   -> c ~ 3.7
+//   ef 48, clustered:             20%  7,772 / 10,238   30% 10,682 /  7,305   -> c ~ 4.8
+//   ef 128, random:               30%  5,682 /  7,323   50%  8,034 /  4,657   -> c ~ 4.2
+// (c from the interpolated crossover). float32's walk reads four times the bytes a node and ran
+// at half sq8's speed unfiltered (12,096 against 24,726 queries/s at ef 48); at 50% random it
+// walked 5,762 at ef 64 and 4,171 at ef 96 against a 4,476 gather (c between 9.6 and 14.4),
+// clustered 4,557 at ef 64 against 4,505 (c ~ 14): c = 12. A few thousand allowed rows are
+// always gathered (1%: 50,000 queries/s gathered, 830 walked at ef 48).
+constexpr double kWalkedCodeRowCost = 4.5, kWalkedRowCost = 12;
 double walk_per_gather(int64_t d) { return std::ldexp(1.0, static_cast<int>(d) + 1); }
 
 /// SIMKIT_FILTER_PLAN=gather|scan: the plan forced (benchmarks, tests), if any.
@@ -84,10 +94,10 @@ bool filter_in_walk(int64_t allowed, int64_t n, int64_t k, int64_t d) {
   return a * a >= walk_per_gather(d) * static_cast<double>(k) * static_cast<double>(n);
 }
 
-bool filter_in_graph(int64_t allowed, int64_t n, int64_t ef, int64_t links) {
+bool filter_in_graph(int64_t allowed, int64_t n, int64_t ef, int64_t links, bool coded) {
   if (const std::optional<bool> forced = forced_plan()) return *forced;
-  const double a = static_cast<double>(allowed);
-  return a * a >= kWalkedRowCost * static_cast<double>(ef) * static_cast<double>(links) * static_cast<double>(n);
+  const double a = static_cast<double>(allowed), c = coded ? kWalkedCodeRowCost : kWalkedRowCost;
+  return a * a >= c * static_cast<double>(ef) * static_cast<double>(links) * static_cast<double>(n);
 }
 
 AllowedRows allowed_rows_sorted(const std::vector<int64_t>& stored, ArrayView<const int64_t> allowed) {

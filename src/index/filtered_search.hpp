@@ -45,8 +45,9 @@ bool filter_in_walk(int64_t allowed, int64_t n, int64_t k, int64_t d);
 /// The same choice for a graph walk (hnsw) over n nodes keeping `ef` with `links` per node on
 /// its bottom layer: the walk passes about ef links / f nodes (f = allowed / n) before its ef
 /// are allowed ones, each a random access, where the gather searches `allowed` rows in blocks.
+/// `coded`: the walk reads one-byte codes (storage=sq8), a quarter of float32's bytes a node.
 /// SIMKIT_FILTER_PLAN forces one here too.
-bool filter_in_graph(int64_t allowed, int64_t n, int64_t ef, int64_t links);
+bool filter_in_graph(int64_t allowed, int64_t n, int64_t ef, int64_t links, bool coded);
 
 /// Error(invalid_argument) unless `allowed` is in host memory, sorted ascending, without repeats.
 void check_allowed(ArrayView<const int64_t> allowed);

@@ -162,7 +162,7 @@ void HnswIndex::search(const Context& ctx, MatrixView<const float> Q, int64_t k,
   const int64_t live = ids_.size();
   const int64_t ef = std::max(k, asked > 0 ? asked : params_.ef);
   if (ef >= live) return search_exact(ctx, Q, k, sp, values, ids);
-  if (sp.allowed && !filter_in_graph(sp.allowed->size, live, ef, 2 * g_.m))
+  if (sp.allowed && !filter_in_graph(sp.allowed->size, live, ef, 2 * g_.m, g_.sq8))
     return search_allowed(ctx, Q, k, metric_, stored(), allowed_rows_mapped(ids_, *sp.allowed), values, ids, sp.stats);
   // The graph is searched on the host: queries on the device come over first (index.hpp).
   const Backend& backend = backend_for(ctx, {Q.where, values.where}, "search");
