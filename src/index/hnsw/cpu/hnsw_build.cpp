@@ -39,6 +39,7 @@ namespace {
 using hnsw::Meter;
 using hnsw::Near;
 using hnsw::Probe;
+using hnsw::ReverseLink;
 using hnsw::select_links;
 using hnsw::WalkScratch;
 
@@ -156,13 +157,7 @@ void extend_list(HnswGraph& g, const Meter& meter, uint32_t node, int layer, con
 /// Phase 2: forward lists written, reverse links added, the entry point moved.
 void link_batch(const Context& ctx, int threads, HnswGraph& g, const Meter& meter, int64_t b0,
                 const std::vector<std::vector<std::vector<uint32_t>>>& plans) {
-  struct Edge {
-    uint32_t layer, target, source;
-    bool operator<(const Edge& o) const noexcept {
-      return layer != o.layer ? layer < o.layer : (target != o.target ? target < o.target : source < o.source);
-    }
-  };
-  std::vector<Edge> reverse;
+  std::vector<ReverseLink> reverse;
   for (size_t i = 0; i < plans.size(); ++i) {
     const auto v = static_cast<uint32_t>(b0 + static_cast<int64_t>(i));
     for (size_t layer = 0; layer < plans[i].size(); ++layer) {
@@ -185,7 +180,7 @@ void link_batch(const Context& ctx, int threads, HnswGraph& g, const Meter& mete
   std::vector<std::vector<Near>> scratch(static_cast<size_t>(threads));
   std::vector<std::vector<uint32_t>> kept(static_cast<size_t>(threads));
   run_tasks(quiet, threads, static_cast<int64_t>(starts.size()) - 1, [&](int64_t t, int tid) {
-    const Edge& e = reverse[starts[size_t(t)]];
+    const ReverseLink& e = reverse[starts[size_t(t)]];
     extend_list(g, meter, e.target, static_cast<int>(e.layer), sources.data() + starts[size_t(t)],
                 static_cast<int64_t>(starts[size_t(t) + 1] - starts[size_t(t)]), scratch[size_t(tid)],
                 kept[size_t(tid)]);

@@ -36,6 +36,7 @@ namespace {
 
 using hnsw::Meter;
 using hnsw::Near;
+using hnsw::ReverseLink;
 
 constexpr uint32_t kGone = std::numeric_limits<uint32_t>::max();
 
@@ -101,13 +102,7 @@ void relink_node(const HnswGraph& g, const Meter& meter, uint32_t u, std::vector
 /// has room (as the build adds reverse links), in (layer, v, u) order so the thread count
 /// does not matter. Nothing is pruned for them: a full list stays as it is.
 void add_reverse_links(const HnswGraph& g, std::vector<uint32_t>& links0, std::vector<uint32_t>& upper) {
-  struct Edge {
-    uint32_t layer, target, source;
-    bool operator<(const Edge& o) const noexcept {
-      return layer != o.layer ? layer < o.layer : (target != o.target ? target < o.target : source < o.source);
-    }
-  };
-  std::vector<Edge> edges;
+  std::vector<ReverseLink> edges;
   for (int64_t u = 0; u < g.nodes(); ++u) {
     if (g.deleted[size_t(u)]) continue;
     for (int layer = 0; layer <= g.level[size_t(u)]; ++layer) {
@@ -119,7 +114,7 @@ void add_reverse_links(const HnswGraph& g, std::vector<uint32_t>& links0, std::v
     }
   }
   std::sort(edges.begin(), edges.end());
-  for (const Edge& e : edges) {
+  for (const ReverseLink& e : edges) {
     uint32_t* list = copy_list(g, links0, upper, e.target, static_cast<int>(e.layer));
     if (list[0] < g.capacity(static_cast<int>(e.layer)) &&
         std::find(list + 1, list + 1 + list[0], e.source) == list + 1 + list[0])

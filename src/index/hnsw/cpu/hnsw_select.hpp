@@ -12,6 +12,15 @@
 
 namespace simkit::detail::cpu::hnsw {
 
+/// A link to add back, source -> target's list on `layer`: the build and the repair sort them so
+/// that each list gains its links in one order whatever the thread count.
+struct ReverseLink {
+  uint32_t layer, target, source;
+  bool operator<(const ReverseLink& o) const noexcept {
+    return layer != o.layer ? layer < o.layer : (target != o.target ? target < o.target : source < o.source);
+  }
+};
+
 /// The heuristic over `sorted` (nearest first, distances to the base node), adding to the links
 /// already in `out` (each candidate measured against them too) until it holds cap.
 inline void extend_links(const Meter& meter, const std::vector<Near>& sorted, int64_t cap, std::vector<uint32_t>& out) {
