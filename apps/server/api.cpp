@@ -127,6 +127,7 @@ void Api::route(Call& call) {
       {"GET", "collections", &Api::list_collections},
       {"PUT", "collections/{name}", &Api::create_collection},
       {"GET", "collections/{name}", &Api::get_collection},
+      {"GET", "collections/{name}/exists", &Api::collection_exists},
       {"DELETE", "collections/{name}", &Api::delete_collection},
       {"PUT", "collections/{name}/points", &Api::upsert_points},
       {"POST", "collections/{name}/points", &Api::retrieve_points},

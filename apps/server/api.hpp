@@ -70,6 +70,7 @@ class Api {
   void list_collections(Call& call);
   void create_collection(Call& call);
   void get_collection(Call& call);
+  void collection_exists(Call& call);
   void delete_collection(Call& call);
   void build_index(Call& call);
   void create_snapshot(Call& call);

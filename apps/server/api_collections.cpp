@@ -99,6 +99,17 @@ void Api::list_collections(Call& call) {
 
 void Api::get_collection(Call& call) { reply(call, 200, {{"result", find(call.params[0])->info()}}); }
 
+// Qdrant's guard before a create (qdrant-client's collection_exists): 200 either way. A
+// collection being recovered from a snapshot exists: creating it would clash.
+void Api::collection_exists(Call& call) {
+  bool exists = false;
+  {
+    std::lock_guard g(collections_mutex_);
+    exists = collections_.count(call.params[0]) > 0 || recovering_.count(call.params[0]) > 0;
+  }
+  reply(call, 200, {{"result", {{"exists", exists}}}});
+}
+
 void Api::create_collection(Call& call) {
   const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"vectors", "index"}, "body");

@@ -44,6 +44,7 @@ def test_collection_lifecycle(serve: Any) -> None:
     s = serve()
     c = s.client()
     assert c.ok("GET", "/collections") == {"collections": []}
+    assert c.ok("GET", "/collections/c0-Cosine/exists") == {"exists": False}
     for i, distance in enumerate(DISTANCES):
         create_collection(c, f"c{i}-{distance}", 3 + i, distance)
     create_collection(c, "with_ivf", 8, "Dot", index="ivf_flat,nlist=4")
@@ -65,6 +66,8 @@ def test_collection_lifecycle(serve: Any) -> None:
     assert not (s.data_dir / "collections" / "c1-Dot").exists()
     status, _, body = c.get("/collections/c1-Dot")
     assert status == 404 and "does not exist" in body["status"]["error"]
+    assert c.ok("GET", "/collections/c1-Dot/exists") == {"exists": False}
+    assert c.ok("GET", "/collections/c0-Cosine/exists") == {"exists": True}
     status, _, body = c.delete("/collections/c1-Dot")
     assert status == 404
     assert "c1-Dot" not in [x["name"] for x in c.ok("GET", "/collections")["collections"]]
