@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kMaxLimit = 10000;
 
 nlohmann::json point_json(const StoredPoint& p, bool with_payload, bool with_vector) {
-  nlohmann::json j = {{"id", p.id}};
+  nlohmann::json j = {{"id", p.uuid.empty() ? nlohmann::json(p.id) : nlohmann::json(p.uuid)}};
   if (with_payload)
     j["payload"] = p.payload.empty() ? nlohmann::json::object() : nlohmann::json::parse(p.payload, nullptr, false);
   if (with_vector) j["vector"] = p.vector;
@@ -56,6 +56,17 @@ bool wait_param(const Call& call) {
   bad_request("wait must be true or false (got " + simkit::quoted(w) + ")");
 }
 
+// The internal ids of the listed API ids that the collection holds (a UUID never stored has none).
+std::vector<int64_t> resolve_ids(const Collection& collection, const nlohmann::json& list, const std::string& where) {
+  if (!list.is_array()) bad_request(where + " must be an array of point ids");
+  std::vector<int64_t> ids;
+  ids.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i)
+    if (auto id = collection.resolve(parse_point_id(list[i], where + "[" + std::to_string(i) + "]")))
+      ids.push_back(*id);
+  return ids;
+}
+
 }  // namespace
 
 void Api::upsert_points(Call& call) {
@@ -78,7 +89,7 @@ void Api::delete_points(Call& call) {
   const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"points"}, "body");
   if (!body.contains("points")) bad_request("body.points is required: an array of point ids");
-  std::vector<int64_t> ids = parse_ids(body["points"], "body.points");
+  std::vector<int64_t> ids = resolve_ids(*collection, body["points"], "body.points");
   blocking(std::move(call), [this, collection, ids = std::move(ids), wait](Call& c) {
     const int64_t removed = collection->remove(ids);
     reply(c, 200, {{"result", {{"status", wait ? "completed" : "acknowledged"}, {"deleted", removed}}}});
@@ -87,17 +98,11 @@ void Api::delete_points(Call& call) {
 
 void Api::get_point(Call& call) {
   auto collection = find(call.params[0]);
-  const std::string& text = call.params[1];
-  if (text.empty() || text.size() > 19 || !std::all_of(text.begin(), text.end(), ::isdigit))
-    bad_request("point id " + simkit::quoted(text) + " is not an unsigned integer");
-  // 19 digits fit in uint64 but may exceed int64 (std::stoll would throw, a 500): refuse as parse_id does.
-  const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
-  if (value > static_cast<unsigned long long>(std::numeric_limits<int64_t>::max()))
-    bad_request("point id " + text + " is out of range (ids are below 2^63)");
-  const auto id = static_cast<int64_t>(value);
-  blocking(std::move(call), [this, collection, id](Call& c) {
-    auto p = collection->get(id, /*with_vector=*/true);
-    if (!p) throw ApiError(404, "point " + std::to_string(id) + " is not in collection '" + collection->name() + "'");
+  const PointId asked = parse_point_id_text(call.params[1]);
+  const int64_t id = collection->resolve(asked).value_or(-1);
+  blocking(std::move(call), [this, collection, id, asked](Call& c) {
+    auto p = id < 0 ? std::nullopt : collection->get(id, /*with_vector=*/true);
+    if (!p) throw ApiError(404, "point " + asked.json().dump() + " is not in collection '" + collection->name() + "'");
     reply(c, 200, {{"result", point_json(*p, true, true)}});
   });
 }
@@ -107,7 +112,7 @@ void Api::retrieve_points(Call& call) {
   const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"ids", "with_payload", "with_vector"}, "body");
   if (!body.contains("ids")) bad_request("body.ids is required: an array of point ids");
-  std::vector<int64_t> ids = parse_ids(body["ids"], "body.ids");
+  std::vector<int64_t> ids = resolve_ids(*collection, body["ids"], "body.ids");
   const bool with_payload = bool_field(body, "with_payload", true, "body");
   const bool with_vector = bool_field(body, "with_vector", false, "body");
   blocking(std::move(call), [this, collection, ids = std::move(ids), with_payload, with_vector](Call& c) {
@@ -127,8 +132,15 @@ void Api::scroll_points(Call& call) {
   auto collection = find(call.params[0]);
   const nlohmann::json body = parse_object(call.request.body, settings_.limits, /*empty_is_object=*/true);
   check_fields(body, {"offset", "limit", "with_payload", "with_vector"}, "body");
-  const int64_t from =
-      body.contains("offset") && !body["offset"].is_null() ? parse_id(body["offset"], "body.offset") : 0;
+  int64_t from = 0;
+  if (body.contains("offset") && !body["offset"].is_null()) {
+    // An offset is where the previous page stopped: a UUID that is gone again restarts nothing,
+    // it is refused (the pages run in internal id order, which only a stored UUID names).
+    const PointId offset = parse_point_id(body["offset"], "body.offset");
+    const auto id = collection->resolve(offset);
+    if (!id) bad_request("body.offset: point " + offset.json().dump() + " is not in the collection");
+    from = *id;
+  }
   const int64_t limit = int_field(body, "limit", 10, 1, kMaxLimit, "body");
   const bool with_payload = bool_field(body, "with_payload", true, "body");
   const bool with_vector = bool_field(body, "with_vector", false, "body");
@@ -136,7 +148,7 @@ void Api::scroll_points(Call& call) {
     std::vector<StoredPoint> page = collection->scroll(from, limit + 1, with_vector);
     nlohmann::json next = nullptr;
     if (static_cast<int64_t>(page.size()) > limit) {
-      next = page.back().id;
+      next = collection->point_id(page.back().id).json();
       page.pop_back();
     }
     nlohmann::json list = nlohmann::json::array();

@@ -94,11 +94,12 @@ void Collection::load() {
     }
   }
   if (!index_) {
-    index_ = build_from_store("flat", &index_seq_, &payloads_);  // one pass for rows and payloads
+    index_ = build_from_store("flat", &index_seq_, /*keep_payloads=*/true);  // one pass for rows and payloads
     how = "built from the points";
   } else {
     store_->read_all(
         [&](StoredPoint&& p) {
+          if (!p.uuid.empty()) remember_uuid(p.id, p.uuid);
           if (!p.payload.empty()) payloads_.emplace(p.id, std::move(p.payload));
         },
         /*with_vector=*/false);
@@ -108,8 +109,7 @@ void Collection::load() {
                static_cast<long long>(index_->size()), index_->description().c_str(), how.c_str(), seconds_since(t0));
 }
 
-std::unique_ptr<Index> Collection::build_from_store(const std::string& description, int64_t* seq,
-                                                    std::unordered_map<int64_t, std::string>* payloads) {
+std::unique_ptr<Index> Collection::build_from_store(const std::string& description, int64_t* seq, bool keep_payloads) {
   std::unique_ptr<Index> index = make_index(description, config_.dim, metric_);
   std::vector<float> rows;
   std::vector<int64_t> ids;
@@ -117,7 +117,9 @@ std::unique_ptr<Index> Collection::build_from_store(const std::string& descripti
       [&](StoredPoint&& p) {
         rows.insert(rows.end(), p.vector.begin(), p.vector.end());
         ids.push_back(p.id);
-        if (payloads && !p.payload.empty()) payloads->emplace(p.id, std::move(p.payload));
+        if (!keep_payloads) return;
+        if (!p.uuid.empty()) remember_uuid(p.id, p.uuid);
+        if (!p.payload.empty()) payloads_.emplace(p.id, std::move(p.payload));
       },
       /*with_vector=*/true);
   const MatrixView<const float> X{rows.data(), static_cast<int64_t>(ids.size()), config_.dim};
@@ -164,6 +166,7 @@ void Collection::upsert(std::vector<StoredPoint> stored) {
   std::unique_lock lock(state_);
   apply(*index_, stored, {});
   for (StoredPoint& p : stored) {
+    if (!p.uuid.empty()) remember_uuid(p.id, p.uuid);
     if (p.payload.empty())
       payloads_.erase(p.id);
     else
@@ -180,10 +183,59 @@ int64_t Collection::remove(const std::vector<int64_t>& ids) {
   const std::vector<int64_t> removed = store_->remove(ids, &seq);
   std::unique_lock lock(state_);
   if (!removed.empty()) index_->remove(removed);
-  for (int64_t id : removed) payloads_.erase(id);
+  for (int64_t id : removed) {
+    payloads_.erase(id);
+    forget_uuid(id);
+  }
   index_seq_ = seq;
   points_gauge_.Set(static_cast<double>(index_->size()));
   return static_cast<int64_t>(removed.size());
+}
+
+void Collection::remember_uuid(int64_t id, const std::string& uuid) {
+  uuids_.insert_or_assign(id, uuid);
+  uuid_ids_.insert_or_assign(uuid, id);
+}
+
+void Collection::forget_uuid(int64_t id) {
+  if (id < kFirstUuidId) return;
+  auto it = uuids_.find(id);
+  if (it == uuids_.end()) return;
+  uuid_ids_.erase(it->second);
+  uuids_.erase(it);
+}
+
+std::optional<int64_t> Collection::resolve(const PointId& id) const {
+  if (!id.is_uuid()) return id.number;
+  std::shared_lock lock(state_);
+  auto it = uuid_ids_.find(id.uuid);
+  if (it == uuid_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+PointId Collection::point_id(int64_t id) const {
+  PointId p;
+  if (id >= kFirstUuidId) {
+    std::shared_lock lock(state_);
+    auto it = uuids_.find(id);
+    if (it != uuids_.end()) p.uuid = it->second;
+  }
+  if (!p.is_uuid()) p.number = id;
+  return p;
+}
+
+void Collection::append_id(std::string& out, int64_t id) const {
+  if (id >= kFirstUuidId) {
+    auto it = uuids_.find(id);
+    if (it != uuids_.end()) {
+      out += '"';
+      out += it->second;  // canonical: hex digits and hyphens, nothing to escape
+      out += '"';
+      return;
+    }
+  }
+  char number[24];
+  out.append(number, std::to_chars(number, number + sizeof number, id).ptr);
 }
 
 void Collection::build_index(const std::string& description) {
@@ -314,8 +366,8 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
           if (static_cast<int64_t>(hits.size()) > settings_.max_response_bytes) break;
           char number[64];
           hits += c == job.query.offset ? "{\"id\":" : ",{\"id\":";
-          hits.append(number, std::to_chars(number, number + sizeof number, ids[c]).ptr);
-          hits += ",\"score\":";
+          append_id(hits, ids[c]);
+          hits += ",\"version\":0,\"score\":";
           // A metric can overflow float32 on finite vectors (Dot of two 3e38 vectors): JSON has no
           // inf or nan, so such a score is null, as the JSON tree wrote it, not an invalid body.
           if (std::isfinite(values[c]))

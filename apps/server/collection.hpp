@@ -35,6 +35,7 @@
 #include "batcher.hpp"
 #include "filter.hpp"
 #include "metrics.hpp"
+#include "point_id.hpp"
 #include "point_store.hpp"
 
 namespace simkit::server {
@@ -91,6 +92,11 @@ class Collection {
   bool submit(std::vector<Queued<SearchJob>>& jobs) { return batcher_->submit(jobs); }
 
   std::optional<StoredPoint> get(int64_t id, bool with_vector) { return store_->get(id, with_vector); }
+  /// The internal id of an API point id: an integer is itself; a UUID the collection has never
+  /// stored has none.
+  std::optional<int64_t> resolve(const PointId& id) const;
+  /// The API id of an internal one (a UUID's stays a UUID).
+  PointId point_id(int64_t id) const;
   std::vector<StoredPoint> scroll(int64_t from, int64_t limit, bool with_vector) {
     return store_->scroll(from, limit, with_vector);
   }
@@ -110,11 +116,14 @@ class Collection {
   Collection(const std::string& name, const std::filesystem::path& dir, std::unique_ptr<PointStore> store,
              const CollectionSettings& settings, Metrics& metrics);
   void load();
-  /// An index of `description` over every stored point; `payloads`, when given, is filled in
-  /// the same pass.
-  std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq,
-                                          std::unordered_map<int64_t, std::string>* payloads = nullptr);
+  /// An index of `description` over every stored point; with `keep_payloads` (at load), the
+  /// payloads and UUIDs are kept in the same pass.
+  std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq, bool keep_payloads = false);
   void apply(Index& index, const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted) const;
+  void remember_uuid(int64_t id, const std::string& uuid);  // under state_ (exclusive)
+  void forget_uuid(int64_t id);
+  /// Appends an id as the API writes it: the number, or the UUID in quotes (under state_).
+  void append_id(std::string& out, int64_t id) const;
   void save_index();
   void run_batch(std::vector<Queued<SearchJob>>& batch);
   void start_batcher();
@@ -134,6 +143,8 @@ class Collection {
   mutable std::shared_mutex state_;  // index_ and payloads_: shared by searches, exclusive for writes
   std::shared_ptr<Index> index_;
   std::unordered_map<int64_t, std::string> payloads_;  // compact JSON text (payload.hpp)
+  std::unordered_map<int64_t, std::string> uuids_;     // internal id -> UUID, for the points named by one
+  std::unordered_map<std::string, int64_t> uuid_ids_;  // and back
   int64_t index_seq_ = 0;                              // the database's sequence number the index reflects
   int64_t saved_seq_ = -1;                             // the sequence number of the index file on disk
 

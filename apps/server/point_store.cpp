@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -139,6 +140,20 @@ void fsync_path(const std::filesystem::path& p) {
   ::close(fd);
 }
 
+bool has_uuid_column(sqlite3* db) {
+  Statement s(db, "SELECT count(*) FROM pragma_table_info('points') WHERE name = 'uuid'");
+  s.step();
+  return s.integer(0) == 1;
+}
+
+// Databases written before UUID ids (the same format otherwise) gain the column on open.
+void add_uuid_column(sqlite3* db) {
+  if (has_uuid_column(db)) return;
+  Transaction t(db);
+  exec(db, "ALTER TABLE points ADD COLUMN uuid TEXT; CREATE UNIQUE INDEX points_by_uuid ON points(uuid);");
+  t.commit();
+}
+
 CollectionConfig read_config(sqlite3* db, const std::string& where, int64_t* seq) {
   std::string format, dim, distance, index, seqtext;
   try {
@@ -201,8 +216,10 @@ std::unique_ptr<PointStore> PointStore::create(const std::filesystem::path& path
     Transaction t(s->writer_);
     exec(s->writer_,
          "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-         "CREATE TABLE points(id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, vector BLOB NOT NULL, payload TEXT);"
+         "CREATE TABLE points(id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, vector BLOB NOT NULL, payload TEXT,"
+         "                    uuid TEXT);"
          "CREATE INDEX points_by_seq ON points(seq);"
+         "CREATE UNIQUE INDEX points_by_uuid ON points(uuid);"
          "CREATE TABLE deleted(id INTEGER PRIMARY KEY, seq INTEGER NOT NULL);");
     set_meta(s->writer_, "format", kFormat);
     set_meta(s->writer_, "dim", std::to_string(config.dim));
@@ -222,12 +239,18 @@ std::unique_ptr<PointStore> PointStore::open(const std::filesystem::path& path) 
   s->writer_ = open_connection(path, SQLITE_OPEN_READWRITE);
   exec(s->writer_, "PRAGMA journal_mode=WAL");
   exec(s->writer_, "PRAGMA synchronous=FULL");
-  s->reader_ = open_connection(path, SQLITE_OPEN_READONLY);
   s->load_meta();
+  add_uuid_column(s->writer_);
+  s->reader_ = open_connection(path, SQLITE_OPEN_READONLY);
   return s;
 }
 
-void PointStore::load_meta() { config_ = read_config(writer_, path_.string(), &seq_); }
+void PointStore::load_meta() {
+  config_ = read_config(writer_, path_.string(), &seq_);
+  // Above every stored id, so that a new UUID never takes an old point's id, whatever it was.
+  Statement s(writer_, "SELECT max(id) FROM points");
+  if (s.step() && !s.is_null(0)) next_uuid_id_ = std::max(kFirstUuidId, s.integer(0) + 1);
+}
 
 int64_t PointStore::count() {
   std::lock_guard g(reader_mutex_);
@@ -236,20 +259,29 @@ int64_t PointStore::count() {
   return s.integer(0);
 }
 
-int64_t PointStore::upsert(const std::vector<StoredPoint>& points) {
+int64_t PointStore::upsert(std::vector<StoredPoint>& points) {
   Transaction t(writer_);
   const int64_t seq = seq_ + 1;
-  Statement put(writer_, "INSERT OR REPLACE INTO points(id, seq, vector, payload) VALUES (?1, ?2, ?3, ?4)");
+  int64_t next_uuid_id = next_uuid_id_;
+  Statement put(writer_, "INSERT OR REPLACE INTO points(id, seq, vector, payload, uuid) VALUES (?1, ?2, ?3, ?4, ?5)");
   Statement undelete(writer_, "DELETE FROM deleted WHERE id = ?1");
-  for (const StoredPoint& p : points) {
+  Statement find_uuid(writer_, "SELECT id FROM points WHERE uuid = ?1");
+  for (StoredPoint& p : points) {
+    if (!p.uuid.empty()) {
+      find_uuid.bind(1, p.uuid);
+      p.id = find_uuid.step() ? find_uuid.integer(0) : next_uuid_id++;
+      find_uuid.reset();
+    }
     put.bind(1, p.id).bind(2, seq).bind_blob(3, p.vector.data(), p.vector.size() * sizeof(float));
     p.payload.empty() ? put.bind_null(4) : put.bind(4, p.payload);
+    p.uuid.empty() ? put.bind_null(5) : put.bind(5, p.uuid);
     put.run();
     undelete.bind(1, p.id).run();
   }
   set_meta(writer_, "seq", std::to_string(seq));
   t.commit();  // synchronous=FULL: durable when this returns
   seq_ = seq;
+  next_uuid_id_ = next_uuid_id;
   return seq;
 }
 
@@ -281,19 +313,28 @@ void PointStore::set_index_description(const std::string& description) {
 
 std::optional<StoredPoint> PointStore::get(int64_t id, bool with_vector) {
   std::lock_guard g(reader_mutex_);
-  Statement s(reader_, "SELECT vector, payload FROM points WHERE id = ?1");
+  Statement s(reader_, "SELECT vector, payload, uuid FROM points WHERE id = ?1");
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
   StoredPoint p;
   p.id = id;
   if (with_vector) p.vector = blob_vector(s, 0, config_.dim);
   p.payload = s.text(1);
+  p.uuid = s.text(2);
   return p;
+}
+
+std::optional<int64_t> PointStore::id_of_uuid(const std::string& uuid) {
+  std::lock_guard g(reader_mutex_);
+  Statement s(reader_, "SELECT id FROM points WHERE uuid = ?1");
+  s.bind(1, uuid);
+  if (!s.step()) return std::nullopt;
+  return s.integer(0);
 }
 
 std::vector<StoredPoint> PointStore::scroll(int64_t from, int64_t limit, bool with_vector) {
   std::lock_guard g(reader_mutex_);
-  Statement s(reader_, "SELECT id, vector, payload FROM points WHERE id >= ?1 ORDER BY id LIMIT ?2");
+  Statement s(reader_, "SELECT id, vector, payload, uuid FROM points WHERE id >= ?1 ORDER BY id LIMIT ?2");
   s.bind(1, from).bind(2, limit);
   std::vector<StoredPoint> out;
   while (s.step()) {
@@ -301,6 +342,7 @@ std::vector<StoredPoint> PointStore::scroll(int64_t from, int64_t limit, bool wi
     p.id = s.integer(0);
     if (with_vector) p.vector = blob_vector(s, 1, config_.dim);
     p.payload = s.text(2);
+    p.uuid = s.text(3);
     out.push_back(std::move(p));
   }
   return out;
@@ -314,13 +356,14 @@ int64_t PointStore::read_all(const std::function<void(StoredPoint&&)>& visit, bo
     Statement m(reader_, "SELECT value FROM meta WHERE key = 'seq'");
     if (m.step()) seq = std::stoll(m.text(0));
   }
-  Statement s(reader_, with_vector ? "SELECT id, payload, vector FROM points ORDER BY id"
-                                   : "SELECT id, payload FROM points ORDER BY id");
+  Statement s(reader_, with_vector ? "SELECT id, payload, uuid, vector FROM points ORDER BY id"
+                                   : "SELECT id, payload, uuid FROM points ORDER BY id");
   while (s.step()) {
     StoredPoint p;
     p.id = s.integer(0);
     p.payload = s.text(1);
-    if (with_vector) p.vector = blob_vector(s, 2, config_.dim);
+    p.uuid = s.text(2);
+    if (with_vector) p.vector = blob_vector(s, 3, config_.dim);
     visit(std::move(p));
   }
   t.commit();
@@ -331,13 +374,14 @@ ChangesSince PointStore::changes_since(int64_t seq) {
   std::lock_guard g(reader_mutex_);
   Transaction t(reader_, "BEGIN");
   ChangesSince c;
-  Statement up(reader_, "SELECT id, vector, payload FROM points WHERE seq > ?1 ORDER BY id");
+  Statement up(reader_, "SELECT id, vector, payload, uuid FROM points WHERE seq > ?1 ORDER BY id");
   up.bind(1, seq);
   while (up.step()) {
     StoredPoint p;
     p.id = up.integer(0);
     p.vector = blob_vector(up, 1, config_.dim);
     p.payload = up.text(2);
+    p.uuid = up.text(3);
     c.upserted.push_back(std::move(p));
   }
   Statement del(reader_, "SELECT id FROM deleted WHERE seq > ?1 ORDER BY id");
@@ -422,13 +466,20 @@ CollectionConfig PointStore::check_file(const std::filesystem::path& path,
     t.step();
     if (t.integer(0) != 2) throw Error(ErrorCode::io, name + " is not a simkit collection database (tables missing)");
   }
+  const bool uuids = has_uuid_column(db);
   if (check_point) {
-    Statement p(db, "SELECT id, vector, payload FROM points");
+    Statement p(db, uuids ? "SELECT id, vector, payload, uuid FROM points" : "SELECT id, vector, payload FROM points");
     while (p.step()) {
       StoredPoint point;
       point.id = p.integer(0);
       point.vector = blob_vector(p, 1, c.dim);
       point.payload = p.text(2);
+      if (uuids) point.uuid = p.text(3);
+      std::string canonical;
+      if (point.id < 0 || (point.id >= kFirstUuidId) != !point.uuid.empty() ||
+          (!point.uuid.empty() && (!canonical_uuid(point.uuid, canonical) || canonical != point.uuid)))
+        throw Error(ErrorCode::io, name + ": point " + std::to_string(point.id) +
+                                       " has an id that does not match its uuid " + simkit::quoted(point.uuid));
       check_point(point);
     }
   }

@@ -5,7 +5,8 @@
 // and an index saved at sequence S plus "what changed after S" is the current state.
 //
 //   meta(key, value)             format, dim, distance, index description, seq, saved index
-//   points(id, seq, vector, payload)   vector: dim float32 (little-endian); payload: JSON text
+//   points(id, seq, vector, payload, uuid)   vector: dim float32 (little-endian); payload: JSON
+//                                text; uuid: the point's UUID when its API id is one (point_id.hpp)
 //   deleted(id, seq)             ids deleted after the saved index, for its replay
 //
 // Thread safety: writes are serialised by the caller (Collection's writer mutex); reads use a
@@ -23,6 +24,8 @@
 
 #include <simkit/metric.hpp>
 
+#include "point_id.hpp"
+
 namespace simkit::server {
 
 struct CollectionConfig {
@@ -32,7 +35,8 @@ struct CollectionConfig {
 };
 
 struct StoredPoint {
-  int64_t id = 0;
+  int64_t id = 0;    // the internal id; -1 in an upsert of a UUID the store has not seen yet
+  std::string uuid;  // canonical, when the point's API id is a UUID (then id >= kFirstUuidId)
   std::vector<float> vector;
   std::string payload;  // JSON object text; empty: no payload
 };
@@ -64,8 +68,10 @@ class PointStore {
   int64_t seq() const noexcept { return seq_; }
   int64_t count();
 
-  /// One durable transaction: replaces or inserts every point. Returns the new sequence number.
-  int64_t upsert(const std::vector<StoredPoint>& points);
+  /// One durable transaction: replaces or inserts every point. A point named by a UUID gets its
+  /// internal id here (the one it has, or the next free one at or above kFirstUuidId), written
+  /// into `points`. Returns the new sequence number.
+  int64_t upsert(std::vector<StoredPoint>& points);
   /// One durable transaction: deletes these ids (absent ones are ignored). Returns the ids that
   /// were present, and through `seq_out` the new sequence number.
   std::vector<int64_t> remove(const std::vector<int64_t>& ids, int64_t* seq_out);
@@ -73,6 +79,8 @@ class PointStore {
   void set_index_description(const std::string& description);
 
   std::optional<StoredPoint> get(int64_t id, bool with_vector);
+  /// The internal id of a stored point named by this (canonical) UUID.
+  std::optional<int64_t> id_of_uuid(const std::string& uuid);
   /// Up to `limit` points with id >= `from`, in id order.
   std::vector<StoredPoint> scroll(int64_t from, int64_t limit, bool with_vector);
   /// Every point, in id order, read in one transaction; returns the sequence number it is at.
@@ -102,6 +110,7 @@ class PointStore {
   std::mutex reader_mutex_;
   CollectionConfig config_;
   int64_t seq_ = 0;
+  int64_t next_uuid_id_ = kFirstUuidId;  // writer side: the id the next new UUID gets
 };
 
 /// The engine's metric behind an API distance name; Error(invalid_argument) listing the names.

@@ -69,27 +69,6 @@ std::string value_excerpt(const nlohmann::json& j) {
   return std::string("an ") + (j.is_array() ? "array" : "object") + " of " + std::to_string(j.size()) + " values";
 }
 
-int64_t parse_id(const nlohmann::json& j, const std::string& where) {
-  if (j.is_string())
-    bad_request(where + ": only unsigned integer point ids are supported (got the string " +
-                simkit::quoted(j.get_ref<const std::string&>()) + ")");
-  if (j.is_number_unsigned()) {
-    const uint64_t v = j.get<uint64_t>();
-    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) bad_request(where + ": id out of range");
-    return static_cast<int64_t>(v);
-  }
-  if (j.is_number_integer()) bad_request(where + ": a point id must be >= 0 (got " + j.dump() + ")");
-  bad_request(where + ": a point id must be an unsigned integer (got " + std::string(j.type_name()) + ")");
-}
-
-std::vector<int64_t> parse_ids(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_array()) bad_request(where + " must be an array of point ids");
-  std::vector<int64_t> ids;
-  ids.reserve(j.size());
-  for (size_t i = 0; i < j.size(); ++i) ids.push_back(parse_id(j[i], where + "[" + std::to_string(i) + "]"));
-  return ids;
-}
-
 bool scores_stay_finite(const std::vector<float>& v) {
   double squared = 0;
   for (float x : v) squared += static_cast<double>(x) * x;

@@ -25,10 +25,6 @@ std::string value_excerpt(const nlohmann::json& j);
 /// 400 naming the first key of `object` that is not in `known` ("where: unknown field 'x'").
 void check_fields(const nlohmann::json& object, std::initializer_list<const char*> known, const std::string& where);
 
-/// A point id: a non-negative JSON integer (UUID strings are refused with a clear message).
-int64_t parse_id(const nlohmann::json& j, const std::string& where);
-std::vector<int64_t> parse_ids(const nlohmann::json& j, const std::string& where);
-
 /// Whether every score between `v` and another such vector is finite in float32: a squared norm
 /// of at most 2^125 keeps |a - b|^2 <= 2|a|^2 + 2|b|^2 and |a . b| below float32's 2^128, so
 /// Euclid, Dot and Cosine (whose norms are computed in float32) never reach inf, and ties keep

@@ -15,6 +15,7 @@ std::vector<StoredPoint> parse_upsert(const nlohmann::json& body, int64_t dim, c
     bad_request("body.points must be a non-empty array of {\"id\", \"vector\", \"payload\"}");
   std::vector<StoredPoint> points;
   std::unordered_set<int64_t> seen;
+  std::unordered_set<std::string> seen_uuids;
   const nlohmann::json& list = body["points"];
   points.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
@@ -25,9 +26,11 @@ std::vector<StoredPoint> parse_upsert(const nlohmann::json& body, int64_t dim, c
     if (!p.contains("id")) bad_request(at + ".id is required");
     if (!p.contains("vector")) bad_request(at + ".vector is required");
     StoredPoint point;
-    point.id = parse_id(p["id"], at + ".id");
-    if (!seen.insert(point.id).second)
-      bad_request(at + ".id: point " + std::to_string(point.id) + " appears twice in one request");
+    PointId id = parse_point_id(p["id"], at + ".id");
+    if (id.is_uuid() ? !seen_uuids.insert(id.uuid).second : !seen.insert(id.number).second)
+      bad_request(at + ".id: point " + id.json().dump() + " appears twice in one request");
+    point.id = id.number;  // a UUID's is assigned by the store
+    point.uuid = std::move(id.uuid);
     point.vector = parse_vector(p["vector"], dim, at + ".vector");
     if (p.contains("payload") && !p["payload"].is_null()) {
       if (!p["payload"].is_object()) bad_request(at + ".payload must be a JSON object");

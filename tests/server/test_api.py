@@ -171,6 +171,57 @@ def test_points_upsert_get_retrieve_delete_scroll(serve: Any, rng: np.random.Gen
     assert c.ok("GET", "/collections/pts/points/5")["vector"] == [0.0] * d
 
 
+def test_uuid_and_integer_ids_live_side_by_side(serve: Any, rng: np.random.Generator) -> None:
+    import uuid as uuidlib
+
+    s = serve()
+    c = s.client()
+    n, d = 60, 5
+    create_collection(c, "mixed", d, "Euclid")
+    uuids = [str(uuidlib.UUID(bytes=rng.bytes(16))) for _ in range(n // 2)]
+    ids: list[Any] = uuids + [int(i) for i in random_ids(rng, n - n // 2)]
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    # Every accepted spelling of a UUID names the same point; answers use the canonical one.
+    spelled = [u.upper() if j % 3 == 0 else (u.replace("-", "") if j % 3 == 1 else "{" + u + "}") for j, u in enumerate(uuids)]
+    points = [{"id": spelled[j] if j < len(uuids) else ids[j], "vector": X[j].tolist(), "payload": {"j": j}} for j in range(n)]
+    c.ok("PUT", "/collections/mixed/points", {"points": points})
+    assert points_count(c, "mixed") == n
+    for j in [0, 1, 2, n - 1]:
+        p = c.ok("GET", f"/collections/mixed/points/{ids[j]}")
+        assert p["id"] == ids[j] and p["payload"] == {"j": j}
+    for j in range(n):
+        hit = c.ok("POST", "/collections/mixed/points/search", {"vector": X[j].tolist(), "limit": 1})
+        assert hit[0]["id"] == ids[j] and hit[0]["version"] == 0
+    got = c.ok("POST", "/collections/mixed/points", {"ids": [ids[3], str(uuidlib.UUID(int=7)), ids[n - 2]]})
+    assert [p["id"] for p in got] == [ids[3], ids[n - 2]]
+    # Re-upserting a UUID replaces its point; scroll pages through both kinds (integers first).
+    c.ok("PUT", "/collections/mixed/points", {"points": [{"id": uuids[4], "vector": [9.0] * d}]})
+    assert points_count(c, "mixed") == n
+    seen: list[Any] = []
+    offset = None
+    while True:
+        r = c.ok("POST", "/collections/mixed/points/scroll", {"limit": 7} | ({} if offset is None else {"offset": offset}))
+        seen += [p["id"] for p in r["points"]]
+        offset = r["next_page_offset"]
+        if offset is None:
+            break
+    assert sorted(map(str, seen)) == sorted(map(str, ids)) and len(seen) == n
+    # Deleting a UUID forgets it; its spelling in another case deletes the same point.
+    r = c.ok("POST", "/collections/mixed/points/delete", {"points": [uuids[5].upper(), ids[n - 1]]})
+    assert r["deleted"] == 2
+    assert c.get(f"/collections/mixed/points/{uuids[5]}")[0] == 404
+    # Everything survives a restart, and new UUIDs never take an old point's id.
+    s.restart()
+    c = s.client()
+    c.ok("PUT", "/collections/mixed/points", {"points": [{"id": str(uuidlib.UUID(int=1)), "vector": [5.0] * d}]})
+    assert points_count(c, "mixed") == n - 1
+    for j in [0, 4, 6, n // 2]:
+        p = c.ok("GET", f"/collections/mixed/points/{ids[j]}", )
+        assert p["id"] == ids[j]
+        assert p["vector"] == ([9.0] * d if j == 4 else X[j].tolist())
+    assert c.ok("GET", f"/collections/mixed/points/{uuidlib.UUID(int=1)}")["vector"] == [5.0] * d
+
+
 # ---------------------------------------------------------------- exact search
 
 

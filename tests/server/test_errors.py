@@ -139,17 +139,21 @@ def test_points_refused(fx: Fixture) -> None:
     # Finite in JSON, not in float32.
     for huge in [1e39, -1e39, 3.5e38]:
         fx.expect("PUT", up, {"points": [point(7, [0.0, 0.0, huge, 0.0])]}, words=("vector[2]", "finite float32"))
-    # Ids: non-negative integers only, each once per request.
+    # Ids: non-negative integers below 2^62 or UUIDs, each once per request.
     fx.expect("PUT", up, {"points": [point(-1)]}, words=("id", ">= 0"))
     fx.expect("PUT", up, {"points": [point("abc")]}, words=("unsigned integer", "abc"))
-    fx.expect("PUT", up, {"points": [point("550e8400-e29b-41d4-a716-446655440000")]}, words=("unsigned integer",))
+    fx.expect("PUT", up, {"points": [point("550e8400-e29b-41d4-a716-44665544000g")]}, words=("nor a UUID",))
+    fx.expect("PUT", up, {"points": [point("550e8400e29b-41d4-a716-4466554400001")]}, words=("nor a UUID",))
     fx.expect("PUT", up, {"points": [point(1.5)]}, words=("unsigned integer",))
     fx.expect("PUT", up, {"points": [point(None)]}, words=("unsigned integer",))
-    fx.expect("PUT", up, raw=b'{"points": [{"id": 9223372036854775808, "vector": [1, 2, 3, 4]}]}', words=("out of range",))
+    fx.expect("PUT", up, raw=b'{"points": [{"id": 9223372036854775808, "vector": [1, 2, 3, 4]}]}', words=("too large",))
+    fx.expect("PUT", up, {"points": [point(2**62)]}, words=("too large", "2^62"))
     fx.expect("PUT", up, raw=b'{"points": [{"id": 18446744073709551616, "vector": [1, 2, 3, 4]}]}',
               words=("unsigned integer",))
     fx.expect("PUT", up, {"points": [point(7), point(8), point(7)]}, words=("points[2]", "appears twice"))
     fx.expect("PUT", up, {"points": [point(100), point(100, [9.0, 9.0, 9.0, 9.0])]}, words=("appears twice",))
+    u = "550e8400-e29b-41d4-a716-446655440000"
+    fx.expect("PUT", up, {"points": [point(u), point(u.upper().replace("-", ""))]}, words=("points[1]", "appears twice"))
     fx.expect("PUT", up, {"points": [point(7, payload=[1, 2])]}, words=("payload must be a JSON object",))
     fx.expect("PUT", up, {"points": [point(7, payload="x")]}, words=("payload must be a JSON object",))
     fx.expect("PUT", "/collections/e/points?wait=maybe", {"points": [point(7)]}, words=("wait must be true or false",))
@@ -162,11 +166,11 @@ def test_points_refused(fx: Fixture) -> None:
     fx.expect("POST", "/collections/e/points/scroll", {"offset": -1}, words=("offset", ">= 0"))
     fx.expect("POST", "/collections/e/points/scroll", {"limit": 0}, words=("limit", "between 1 and 10000"))
     for bad in ["abc", "-1", "1.5", "1e3", "99999999999999999999"]:
-        fx.expect("GET", f"/collections/e/points/{bad}", words=("not an unsigned integer",))
+        fx.expect("GET", f"/collections/e/points/{bad}", words=("neither an unsigned integer nor a UUID",))
 
 
 def test_point_id_beyond_int64_in_the_path(fx: Fixture) -> None:
-    # 19 digits, above 2^63 - 1: refused as an id, not an internal error.
+    # 19 digits, above 2^62 - 1 (the largest integer id): refused as an id, not an internal error.
     message = fx.expect("GET", "/collections/e/points/9999999999999999999", status=400, words=("9999999999999999999",))
     assert "internal" not in message
 
@@ -310,7 +314,7 @@ def test_routes_and_methods(fx: Fixture) -> None:
     fx.expect("PUT", "/metrics", {}, status=405, words=("use GET",))
     # GET on .../points/search and .../points/delete matches GET .../points/{id}: a 400 that says so.
     for path in ["/collections/e/points/search", "/collections/e/points/delete"]:
-        fx.expect("GET", path, status=400, words=("not an unsigned integer",))
+        fx.expect("GET", path, status=400, words=("neither an unsigned integer nor a UUID",))
 
 
 def test_recover_refuses_paths_and_foreign_files(fx: Fixture) -> None:
