@@ -331,6 +331,8 @@ Summary summarize(const std::vector<Record>& records, const RunInfo& info) {
         if (r.status == 200) {
           ++s.ok;
           ok_ms.push_back(r.latency_ms);
+        } else if (r.status == 429) {
+          ++s.status_429;
         } else if (r.status == 503) {
           ++s.status_503;
         } else if (r.status == 504) {
@@ -397,7 +399,8 @@ std::string format_report(const Summary& s, const RunInfo& info) {
                   : "");
   l.add("completed", with_commas(s.completed), "(HTTP responses)");
   l.add("  200", with_commas(s.ok), percent_of(s.ok, s.scheduled));
-  l.add("  503 (queue full)", with_commas(s.status_503), percent_of(s.status_503, s.scheduled));
+  l.add("  429 (queue full)", with_commas(s.status_429), percent_of(s.status_429, s.scheduled));
+  l.add("  503 (unavailable)", with_commas(s.status_503), percent_of(s.status_503, s.scheduled));
   l.add("  504 (deadline)", with_commas(s.status_504), percent_of(s.status_504, s.scheduled));
   std::string others;
   for (const auto& [status, n] : s.other)
@@ -480,6 +483,7 @@ std::string json_document(const Summary& s, const RunInfo& info) {
   field("dropped", count(s.dropped));
   field("completed", count(s.completed));
   field("status_200", count(s.ok));
+  field("status_429", count(s.status_429));
   field("status_503", count(s.status_503));
   field("status_504", count(s.status_504));
   std::string others = "{";

@@ -133,8 +133,8 @@ Latency latency_of(std::vector<double>& values);
 
 struct Summary {
   int64_t warmup_requests = 0;  // scheduled in the warmup, not counted below
-  int64_t scheduled = 0, sent = 0, dropped = 0, completed = 0, ok = 0, status_503 = 0, status_504 = 0, other_status = 0,
-          transport_errors = 0, timed_out = 0;
+  int64_t scheduled = 0, sent = 0, dropped = 0, completed = 0, ok = 0, status_429 = 0, status_503 = 0, status_504 = 0,
+          other_status = 0, transport_errors = 0, timed_out = 0;
   std::map<int, int64_t> other;                 // status -> count, for statuses other than 200, 503, 504
   double achieved_rate = 0;                     // ok / window_s
   Latency latency;                              // of the 200 responses, from their scheduled time

@@ -51,7 +51,8 @@ void add_serve_command(CLI::App& app) {
          "Batches run at once per collection (0: 1; on the H100 with WordNet, 4 ran 16,931 searches/s against 19,678 "
          "for 1, whose batches were larger)")
       ->check(CLI::Range(0, 64));
-  sub->add_option("--max-queue", o->max_queue, "Searches (and writes) queued per collection before 503s")
+  sub->add_option("--max-queue", o->max_queue,
+                  "Searches (and writes) queued per collection before 429s (with Retry-After)")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}))
       ->capture_default_str();
   sub->add_option("--timeout-ms", o->timeout_ms,

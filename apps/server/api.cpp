@@ -73,6 +73,7 @@ Api::Api(ApiSettings settings, Metrics& metrics)
     if (!entry.is_directory()) continue;
     collections_[name] = Collection::open(name, entry.path(), settings_.collection, metrics_);
   }
+  load_aliases();
 }
 
 Api::~Api() { close(); }
@@ -124,7 +125,11 @@ void Api::reply_exception(Call& call) {
 
 void Api::route(Call& call) {
   static const Route routes[] = {
+      {"GET", "", &Api::service_info},
       {"GET", "collections", &Api::list_collections},
+      {"POST", "collections/aliases", &Api::update_aliases},
+      {"GET", "aliases", &Api::list_aliases},
+      {"GET", "collections/{name}/aliases", &Api::list_collection_aliases},
       {"PUT", "collections/{name}", &Api::create_collection},
       {"GET", "collections/{name}", &Api::get_collection},
       {"GET", "collections/{name}/exists", &Api::collection_exists},
@@ -134,12 +139,21 @@ void Api::route(Call& call) {
       {"POST", "collections/{name}/points/delete", &Api::delete_points},
       {"POST", "collections/{name}/points/scroll", &Api::scroll_points},
       {"GET", "collections/{name}/points/{id}", &Api::get_point},
+      {"POST", "collections/{name}/points/count", &Api::count_points},
+      {"POST", "collections/{name}/points/payload", &Api::set_payload},
+      {"PUT", "collections/{name}/points/payload", &Api::set_payload},
+      {"POST", "collections/{name}/points/payload/delete", &Api::delete_payload},
+      {"POST", "collections/{name}/points/payload/clear", &Api::delete_payload},
       {"POST", "collections/{name}/points/search", &Api::search_one},
       {"POST", "collections/{name}/points/search/batch", &Api::search_batch},
+      {"POST", "collections/{name}/points/query", &Api::query_points},
+      {"POST", "collections/{name}/points/query/batch", &Api::query_batch},
       {"PUT", "collections/{name}/index", &Api::build_index},
       {"POST", "collections/{name}/snapshots", &Api::create_snapshot},
       {"GET", "collections/{name}/snapshots", &Api::list_snapshots},
       {"PUT", "collections/{name}/snapshots/recover", &Api::recover_snapshot},
+      {"GET", "collections/{name}/snapshots/{snapshot}", &Api::download_snapshot},
+      {"DELETE", "collections/{name}/snapshots/{snapshot}", &Api::delete_snapshot},
   };
   const HttpRequest& r = call.request;
   if (r.path == "/healthz") {
@@ -232,6 +246,8 @@ void Api::reply_error(Call& call, unsigned status, const std::string& message,
 std::shared_ptr<Collection> Api::find(const std::string& name) {
   std::lock_guard g(collections_mutex_);
   auto it = collections_.find(name);
+  if (it == collections_.end())
+    if (auto alias = aliases_.find(name); alias != aliases_.end()) it = collections_.find(alias->second);
   if (it == collections_.end()) {
     if (recovering_.count(name))
       throw ApiError(503, "collection '" + name + "' is being recovered from a snapshot; retry shortly");
@@ -244,7 +260,7 @@ void Api::blocking(Call&& call, std::function<void(Call&)> work) {
   if (pending_writes_.fetch_add(1) >= settings_.max_pending_writes) {
     pending_writes_.fetch_sub(1);
     metrics_.rejected("queue_full");
-    return reply_error(call, 503, "too many writes are waiting; retry later", {{"Retry-After", "1"}});
+    return reply_error(call, 429, "too many writes are waiting; retry later", {{"Retry-After", "1"}});
   }
   auto shared = std::make_shared<Call>(std::move(call));
   boost::asio::post(pool_, [this, shared, work = std::move(work)] {

@@ -25,6 +25,13 @@
 
 namespace simkit::server {
 
+/// The Qdrant REST API version whose client (qdrant-client, pinned in tests/server) this server
+/// is tested with: GET / answers it as `version`, which the client compares with its own.
+constexpr const char* kQdrantApiVersion = "1.20.0";
+
+/// The most results a read or a search returns (limit), and the most it skips (offset).
+constexpr int64_t kMaxLimit = 10000;
+
 struct ApiSettings {
   std::filesystem::path data_dir;
   RequestLimits limits;  // JSON nesting, arrays and objects per body, payload size (request_limits.hpp)
@@ -67,6 +74,7 @@ class Api {
   Metrics& metrics() noexcept { return metrics_; }
 
   // Routes: collections and snapshots (api_collections.cpp).
+  void service_info(Call& call);
   void list_collections(Call& call);
   void create_collection(Call& call);
   void get_collection(Call& call);
@@ -76,14 +84,26 @@ class Api {
   void create_snapshot(Call& call);
   void list_snapshots(Call& call);
   void recover_snapshot(Call& call);
-  // Routes: points and searches (api_points.cpp).
+  void download_snapshot(Call& call);
+  void delete_snapshot(Call& call);
+  // Routes: aliases (api_aliases.cpp).
+  void update_aliases(Call& call);
+  void list_aliases(Call& call);
+  void list_collection_aliases(Call& call);
+  // Routes: points and their payloads (api_points.cpp).
   void upsert_points(Call& call);
   void delete_points(Call& call);
   void get_point(Call& call);
   void retrieve_points(Call& call);
   void scroll_points(Call& call);
+  void count_points(Call& call);
+  void set_payload(Call& call);     // POST merges keys in, PUT overwrites
+  void delete_payload(Call& call);  // .../payload/delete removes keys, .../payload/clear all of them
+  // Routes: searches (api_query.cpp).
   void search_one(Call& call);
   void search_batch(Call& call);
+  void query_points(Call& call);
+  void query_batch(Call& call);
 
  private:
   void route(Call& call);
@@ -91,16 +111,26 @@ class Api {
   /// 500 for anything else.
   void reply_exception(Call& call);
   bool authorized(const HttpRequest& request) const;
+  /// How run_searches answers: search: [hits]; search_batch: [[hits], ...]; query: {"points":
+  /// hits}; query_batch: [{"points": hits}, ...].
+  enum class AnswerShape { search, search_batch, query, query_batch };
+  /// Queues the searches (all or none: 429 when the queue is full) and answers once all are done.
+  void run_searches(Call&& call, const std::shared_ptr<Collection>& collection, std::vector<SearchQuery> queries,
+                    AnswerShape shape);
   void answer(Call& call, unsigned status, std::string body, std::vector<std::pair<std::string, std::string>> headers);
   std::filesystem::path collection_dir(const std::string& name) const;
+  void load_aliases();  // at construction, after the collections
+  /// Replaces data-dir/aliases.json atomically (under admin_mutex_).
+  void save_aliases(const std::map<std::string, std::string>& aliases);
   std::filesystem::path snapshot_dir(const std::string& name) const;
 
   ApiSettings settings_;
   Metrics& metrics_;
   std::mutex collections_mutex_;
   std::map<std::string, std::shared_ptr<Collection>> collections_;
-  std::set<std::string> recovering_;  // names whose snapshot is being swapped in (collections_mutex_)
-  std::mutex admin_mutex_;            // create, delete and recover, one at a time
+  std::map<std::string, std::string> aliases_;  // alias -> collection (collections_mutex_)
+  std::set<std::string> recovering_;            // names whose snapshot is being swapped in (collections_mutex_)
+  std::mutex admin_mutex_;                      // create, delete and recover, one at a time
   boost::asio::thread_pool pool_;
   std::atomic<int64_t> pending_writes_{0};
   std::atomic<bool> draining_{false};

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 
 #include <simkit/error.hpp>
 #include <simkit/index.hpp>
@@ -86,6 +88,22 @@ void check_snapshot_name(const std::string& name) {
         simkit::quoted(name));
 }
 
+// Qdrant's hnsw_config at creation as simkit's index description: m and ef_construct carry over;
+// m = 0 (Qdrant's "no graph") means a flat, exact collection.
+std::string hnsw_description(const nlohmann::json& h) {
+  if (!h.is_object()) bad_request("body.hnsw_config must be an object such as {\"m\": 16, \"ef_construct\": 100}");
+  check_fields(h, {"m", "ef_construct", "full_scan_threshold", "on_disk", "max_indexing_threads", "payload_m"},
+               "body.hnsw_config");
+  for (const char* ignored : {"on_disk", "max_indexing_threads", "payload_m"})
+    if (h.contains(ignored) && !h[ignored].is_null() && h[ignored] != false && h[ignored] != 0)
+      bad_request(std::string("body.hnsw_config.") + ignored + " is not supported by this server");
+  const int64_t m = int_field(h, "m", 16, 0, 512, "body.hnsw_config");
+  const int64_t ef = int_field(h, "ef_construct", 100, 4, 100000, "body.hnsw_config");
+  int_field(h, "full_scan_threshold", 10000, 0, int64_t{1} << 40, "body.hnsw_config");  // the planner decides
+  if (m == 0) return "flat";
+  return "hnsw,m=" + std::to_string(m) + ",ef_construction=" + std::to_string(ef);
+}
+
 }  // namespace
 
 void Api::list_collections(Call& call) {
@@ -95,6 +113,15 @@ void Api::list_collections(Call& call) {
     for (const auto& [name, c] : collections_) list.push_back({{"name", name}});
   }
   reply(call, 200, {{"result", {{"collections", list}}}});
+}
+
+// GET /: what qdrant-client reads to check compatibility. `version` is the Qdrant REST API
+// version whose routes this server follows (docs/API.md lists which it serves).
+void Api::service_info(Call& call) {
+  reply(call, 200,
+        {{"title", "simkit " SIMKIT_VERSION_TEXT " (Qdrant-compatible REST API)"},
+         {"version", kQdrantApiVersion},
+         {"simkit_version", SIMKIT_VERSION_TEXT}});
 }
 
 void Api::get_collection(Call& call) { reply(call, 200, {{"result", find(call.params[0])->info()}}); }
@@ -112,7 +139,11 @@ void Api::collection_exists(Call& call) {
 
 void Api::create_collection(Call& call) {
   const nlohmann::json body = parse_object(call.request.body, settings_.limits);
-  check_fields(body, {"vectors", "index"}, "body");
+  check_fields(body, {"vectors", "index", "hnsw_config", "shard_number", "replication_factor", "on_disk_payload"},
+               "body");
+  for (const char* one : {"shard_number", "replication_factor"})
+    if (body.contains(one) && !body[one].is_null() && body[one] != 1)
+      bad_request(std::string("body.") + one + ": this server keeps one copy of each collection in one shard (1)");
   if (!body.contains("vectors") || !body["vectors"].is_object())
     bad_request("body.vectors must be an object such as {\"size\": 384, \"distance\": \"Cosine\"}");
   const nlohmann::json& v = body["vectors"];
@@ -128,6 +159,10 @@ void Api::create_collection(Call& call) {
     if (!body["index"].is_string())
       bad_request("body.index must be an index description such as \"ivf_flat,nlist=256\"");
     config.index = body["index"].get<std::string>();
+  }
+  if (body.contains("hnsw_config") && !body["hnsw_config"].is_null()) {
+    if (body.contains("index")) bad_request("body: give either index or hnsw_config, not both");
+    config.index = hnsw_description(body["hnsw_config"]);
   }
   make_index(config.index, config.dim, metric);  // refuses a bad description with its reason
   blocking(std::move(call), [this, config](Call& c) {
@@ -167,6 +202,16 @@ void Api::delete_collection(Call& call) {
     }
     collection->close(/*save=*/false);
     collection.reset();
+    std::map<std::string, std::string> aliases;
+    {
+      std::lock_guard g(collections_mutex_);
+      aliases = aliases_;
+    }
+    if (std::erase_if(aliases, [&](const auto& a) { return a.second == name; }) > 0) {
+      save_aliases(aliases);
+      std::lock_guard g(collections_mutex_);
+      aliases_ = std::move(aliases);
+    }
     const fs::path gone = settings_.data_dir / "collections" / (".deleted-" + name + "-" + unique_suffix());
     fs::rename(collection_dir(name), gone);
     fsync_dir(settings_.data_dir / "collections");
@@ -218,16 +263,52 @@ void Api::list_snapshots(Call& call) {
   reply(call, 200, {{"result", list}});
 }
 
+void Api::download_snapshot(Call& call) {
+  check_snapshot_name(call.params[1]);
+  const fs::path file = snapshot_dir(call.params[0]) / call.params[1];
+  if (!fs::is_regular_file(file))
+    throw ApiError(404, "no snapshot '" + call.params[1] + "' for collection '" + call.params[0] + "'");
+  blocking(std::move(call), [this, file](Call& c) {
+    std::ifstream in(file, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw Error(ErrorCode::io, "cannot read snapshot " + file.filename().string());
+    answer(c, 200, std::move(bytes), {{"Content-Type", "application/octet-stream"}});
+  });
+}
+
+void Api::delete_snapshot(Call& call) {
+  check_snapshot_name(call.params[1]);
+  const fs::path file = snapshot_dir(call.params[0]) / call.params[1];
+  if (!fs::is_regular_file(file))
+    throw ApiError(404, "no snapshot '" + call.params[1] + "' for collection '" + call.params[0] + "'");
+  blocking(std::move(call), [this, file](Call& c) {
+    fs::remove(file);
+    fsync_dir(file.parent_path());
+    reply(c, 200, {{"result", true}});
+  });
+}
+
 void Api::recover_snapshot(Call& call) {
   const nlohmann::json body = parse_object(call.request.body, settings_.limits);
   check_fields(body, {"location", "priority"}, "body");
   if (!body.contains("location") || !body["location"].is_string())
     bad_request("body.location is required: the name of a snapshot of this collection");
-  const std::string location = body["location"].get<std::string>();
+  // A snapshot's name, or its URL on this server (.../collections/{from}/snapshots/{name}), which
+  // may name another collection's snapshot, as Qdrant allows; never a path elsewhere.
+  std::string location = body["location"].get<std::string>();
+  std::string from = call.params[0];
+  const std::string marker = "/collections/";
+  if (const size_t at = location.rfind(marker); at != std::string::npos) {
+    const std::string rest = location.substr(at + marker.size());
+    const size_t slash = rest.find("/snapshots/");
+    if (slash == std::string::npos) bad_request("body.location " + simkit::quoted(location) + " names no snapshot");
+    from = rest.substr(0, slash);
+    location = rest.substr(slash + 11);
+    check_collection_name(from);
+  }
   check_snapshot_name(location);
-  const fs::path source = snapshot_dir(call.params[0]) / location;
-  if (!fs::exists(source))
-    throw ApiError(404, "no snapshot '" + location + "' for collection '" + call.params[0] + "'");
+  const fs::path source = snapshot_dir(from) / location;
+  if (!fs::exists(source)) throw ApiError(404, "no snapshot '" + location + "' for collection '" + from + "'");
   blocking(std::move(call), [this, source](Call& c) {
     const std::string& name = c.params[0];
     std::lock_guard admin(admin_mutex_);

@@ -10,6 +10,7 @@
 
 #include "api.hpp"
 #include "api_error.hpp"
+#include "payload.hpp"
 #include "request_json.hpp"
 #include "search_body.hpp"
 #include "upsert_body.hpp"
@@ -18,35 +19,28 @@ namespace simkit::server {
 
 namespace {
 
-constexpr int64_t kMaxLimit = 10000;
-
-nlohmann::json point_json(const StoredPoint& p, bool with_payload, bool with_vector) {
+nlohmann::json point_json(const StoredPoint& p, const PayloadSelector& with_payload, bool with_vector) {
   nlohmann::json j = {{"id", p.uuid.empty() ? nlohmann::json(p.id) : nlohmann::json(p.uuid)}};
-  if (with_payload)
-    j["payload"] = p.payload.empty() ? nlohmann::json::object() : nlohmann::json::parse(p.payload, nullptr, false);
+  if (with_payload.any()) j["payload"] = nlohmann::json::parse(select_payload(p.payload, with_payload), nullptr, false);
   if (with_vector) j["vector"] = p.vector;
   return j;
 }
 
 // About what a point adds to an answer: its payload's text, ~16 characters a vector value.
-int64_t answer_bytes(const StoredPoint& p, bool with_payload) {
-  return 32 + (with_payload ? static_cast<int64_t>(p.payload.size()) : 0) + 16 * static_cast<int64_t>(p.vector.size());
+int64_t answer_bytes(const StoredPoint& p, const PayloadSelector& with_payload) {
+  return 32 + (with_payload.any() ? static_cast<int64_t>(p.payload.size()) : 0) +
+         16 * static_cast<int64_t>(p.vector.size());
 }
 
-// The deadline of a queued search: the server's --timeout-ms, or sooner with ?timeout=SECONDS.
-Clock::time_point deadline_of(const Call& call, std::chrono::milliseconds server_timeout) {
-  Clock::duration limit = server_timeout;
-  const std::string t = query_param(call.request.query, "timeout");
-  if (!t.empty()) {
-    char* end = nullptr;
-    const double seconds = std::strtod(t.c_str(), &end);
-    if (end == t.c_str() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0)
-      bad_request("timeout must be a positive number of seconds (got " + simkit::quoted(t) + ")");
-    // Compared as seconds first: 1e10 s does not fit the clock's int64 nanoseconds.
-    if (seconds < std::chrono::duration<double>(server_timeout).count())
-      limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  }
-  return call.request.received + limit;
+// A read's `with_payload`: every key unless the body says otherwise (Qdrant's default for reads).
+PayloadSelector read_selector(const nlohmann::json& body) {
+  if (!body.contains("with_payload")) return PayloadSelector::all();
+  return parse_payload_selector(body["with_payload"], "body.with_payload");
+}
+
+std::optional<Filter> optional_filter(const nlohmann::json& body, const char* key) {
+  if (!body.contains(key) || body[key].is_null()) return std::nullopt;
+  return parse_filter(body[key]);
 }
 
 bool wait_param(const Call& call) {
@@ -67,6 +61,29 @@ std::vector<int64_t> resolve_ids(const Collection& collection, const nlohmann::j
   return ids;
 }
 
+// Which points a write names: Qdrant's PointsSelector, ids or a filter (resolved on the pool,
+// where the write runs, so that it sees every write acknowledged before it).
+struct Selection {
+  std::vector<int64_t> ids;
+  std::optional<Filter> filter;
+  std::vector<int64_t> resolve(Collection& c) const { return filter ? c.matching_ids(filter) : ids; }
+};
+
+Selection parse_selection(const Collection& collection, const nlohmann::json& body) {
+  if (body.contains("points") == body.contains("filter"))
+    bad_request("body needs one of points (an array of point ids) or filter (the points it matches)");
+  Selection s;
+  if (body.contains("points"))
+    s.ids = resolve_ids(collection, body["points"], "body.points");
+  else if (!(s.filter = optional_filter(body, "filter")))
+    bad_request("body.filter must be a filter object ({} matches every point)");
+  return s;
+}
+
+nlohmann::json update_result(const Collection& c, bool wait) {
+  return {{"operation_id", c.seq()}, {"status", wait ? "completed" : "acknowledged"}};
+}
+
 }  // namespace
 
 void Api::upsert_points(Call& call) {
@@ -79,7 +96,7 @@ void Api::upsert_points(Call& call) {
   auto shared = std::make_shared<std::vector<StoredPoint>>(std::move(points));
   blocking(std::move(call), [this, collection, shared, wait](Call& c) {
     collection->upsert(std::move(*shared));
-    reply(c, 200, {{"result", {{"status", wait ? "completed" : "acknowledged"}}}});
+    reply(c, 200, {{"result", update_result(*collection, wait)}});
   });
 }
 
@@ -87,12 +104,13 @@ void Api::delete_points(Call& call) {
   auto collection = find(call.params[0]);
   const bool wait = wait_param(call);
   const nlohmann::json body = parse_object(call.request.body, settings_.limits);
-  check_fields(body, {"points"}, "body");
-  if (!body.contains("points")) bad_request("body.points is required: an array of point ids");
-  std::vector<int64_t> ids = resolve_ids(*collection, body["points"], "body.points");
-  blocking(std::move(call), [this, collection, ids = std::move(ids), wait](Call& c) {
-    const int64_t removed = collection->remove(ids);
-    reply(c, 200, {{"result", {{"status", wait ? "completed" : "acknowledged"}, {"deleted", removed}}}});
+  check_fields(body, {"points", "filter"}, "body");
+  Selection selection = parse_selection(*collection, body);
+  blocking(std::move(call), [this, collection, selection = std::move(selection), wait](Call& c) {
+    const int64_t removed = collection->remove(selection.resolve(*collection));
+    nlohmann::json result = update_result(*collection, wait);
+    result["deleted"] = removed;
+    reply(c, 200, {{"result", result}});
   });
 }
 
@@ -103,7 +121,7 @@ void Api::get_point(Call& call) {
   blocking(std::move(call), [this, collection, id, asked](Call& c) {
     auto p = id < 0 ? std::nullopt : collection->get(id, /*with_vector=*/true);
     if (!p) throw ApiError(404, "point " + asked.json().dump() + " is not in collection '" + collection->name() + "'");
-    reply(c, 200, {{"result", point_json(*p, true, true)}});
+    reply(c, 200, {{"result", point_json(*p, PayloadSelector::all(), true)}});
   });
 }
 
@@ -113,7 +131,7 @@ void Api::retrieve_points(Call& call) {
   check_fields(body, {"ids", "with_payload", "with_vector"}, "body");
   if (!body.contains("ids")) bad_request("body.ids is required: an array of point ids");
   std::vector<int64_t> ids = resolve_ids(*collection, body["ids"], "body.ids");
-  const bool with_payload = bool_field(body, "with_payload", true, "body");
+  const PayloadSelector with_payload = read_selector(body);
   const bool with_vector = bool_field(body, "with_vector", false, "body");
   blocking(std::move(call), [this, collection, ids = std::move(ids), with_payload, with_vector](Call& c) {
     nlohmann::json list = nlohmann::json::array();
@@ -131,7 +149,7 @@ void Api::retrieve_points(Call& call) {
 void Api::scroll_points(Call& call) {
   auto collection = find(call.params[0]);
   const nlohmann::json body = parse_object(call.request.body, settings_.limits, /*empty_is_object=*/true);
-  check_fields(body, {"offset", "limit", "with_payload", "with_vector"}, "body");
+  check_fields(body, {"offset", "limit", "with_payload", "with_vector", "filter"}, "body");
   int64_t from = 0;
   if (body.contains("offset") && !body["offset"].is_null()) {
     // An offset is where the previous page stopped: a UUID that is gone again restarts nothing,
@@ -142,10 +160,11 @@ void Api::scroll_points(Call& call) {
     from = *id;
   }
   const int64_t limit = int_field(body, "limit", 10, 1, kMaxLimit, "body");
-  const bool with_payload = bool_field(body, "with_payload", true, "body");
+  const PayloadSelector with_payload = read_selector(body);
   const bool with_vector = bool_field(body, "with_vector", false, "body");
-  blocking(std::move(call), [this, collection, from, limit, with_payload, with_vector](Call& c) {
-    std::vector<StoredPoint> page = collection->scroll(from, limit + 1, with_vector);
+  std::optional<Filter> filter = optional_filter(body, "filter");
+  blocking(std::move(call), [this, collection, from, limit, with_payload, with_vector, filter](Call& c) {
+    std::vector<StoredPoint> page = collection->scroll(from, limit + 1, with_vector, filter);
     nlohmann::json next = nullptr;
     if (static_cast<int64_t>(page.size()) > limit) {
       next = collection->point_id(page.back().id).json();
@@ -162,70 +181,67 @@ void Api::scroll_points(Call& call) {
   });
 }
 
-void Api::search_one(Call& call) {
+void Api::count_points(Call& call) {
   auto collection = find(call.params[0]);
-  const Clock::time_point deadline = deadline_of(call, settings_.timeout);
-  std::vector<Queued<SearchJob>> jobs(1);
-  if (!parse_simple_search(call.request.body, collection->dim(), kMaxLimit, jobs[0].job.query))
-    jobs[0].job.query =
-        parse_search(parse_object(call.request.body, settings_.limits), collection->dim(), kMaxLimit, "body");
-  jobs[0].enqueued = Clock::now();
-  jobs[0].deadline = deadline;
-  auto shared = std::make_shared<Call>(std::move(call));
-  jobs[0].job.done = [this, shared](SearchOutcome&& o) {
-    if (o.status == 200) return reply_result_text(*shared, o.hits);
-    reply_error(*shared, o.status, o.error);
-  };
-  if (!collection->submit(jobs)) {
-    metrics_.rejected("queue_full");
-    reply_error(*shared, 503, "the search queue of collection '" + collection->name() + "' is full; retry later",
-                {{"Retry-After", "1"}});
-  }
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits, /*empty_is_object=*/true);
+  check_fields(body, {"filter", "exact"}, "body");
+  bool_field(body, "exact", true, "body");  // always exact here: the count comes from the same ids a search uses
+  std::optional<Filter> filter = optional_filter(body, "filter");
+  blocking(std::move(call), [this, collection, filter](Call& c) {
+    const auto n = static_cast<int64_t>(collection->matching_ids(filter).size());
+    reply(c, 200, {{"result", {{"count", n}}}});
+  });
 }
 
-void Api::search_batch(Call& call) {
+// set (POST: merge keys in), overwrite (PUT: replace), delete keys, clear: Qdrant's payload
+// operations, each one durable transaction over the points it names.
+void Api::set_payload(Call& call) {
   auto collection = find(call.params[0]);
+  const bool wait = wait_param(call);
+  const bool overwrite = call.request.method == "PUT";
   const nlohmann::json body = parse_object(call.request.body, settings_.limits);
-  check_fields(body, {"searches"}, "body");
-  if (!body.contains("searches") || !body["searches"].is_array() || body["searches"].empty())
-    bad_request("body.searches must be a non-empty array of search requests");
-  const nlohmann::json& list = body["searches"];
-  const Clock::time_point deadline = deadline_of(call, settings_.timeout);
-  struct Gather {
-    std::mutex mutex;
-    std::vector<SearchOutcome> outcomes;
-    size_t left;
-    Call call;
-  };
-  auto gather = std::make_shared<Gather>();
-  gather->outcomes.resize(list.size());
-  gather->left = list.size();
-  std::vector<Queued<SearchJob>> jobs(list.size());
-  for (size_t i = 0; i < list.size(); ++i) {
-    jobs[i].job.query = parse_search(list[i], collection->dim(), kMaxLimit, "body.searches[" + std::to_string(i) + "]");
-    jobs[i].enqueued = Clock::now();
-    jobs[i].deadline = deadline;
-    jobs[i].job.done = [this, gather, i](SearchOutcome&& o) {
-      std::unique_lock lock(gather->mutex);
-      gather->outcomes[i] = std::move(o);
-      if (--gather->left > 0) return;
-      lock.unlock();
-      std::string results = "[";
-      for (SearchOutcome& out : gather->outcomes) {
-        if (out.status != 200) return reply_error(gather->call, out.status, out.error);
-        results += (results.size() > 1 ? "," : "") + out.hits;
-        if (static_cast<int64_t>(results.size()) > settings_.limits.max_response_bytes)
-          return reply_error(gather->call, 400, response_too_large(settings_.limits.max_response_bytes));
-      }
-      reply_result_text(gather->call, results + "]");
-    };
+  check_fields(body, {"payload", "points", "filter", "key"}, "body");
+  if (!body.contains("payload") || !body["payload"].is_object())
+    bad_request("body.payload must be a JSON object: the keys to " + std::string(overwrite ? "store" : "set"));
+  if (body.contains("key") && !body["key"].is_null())
+    bad_request("body.key (setting inside a nested key) is not supported; send the nested object in payload");
+  Selection selection = parse_selection(*collection, body);
+  const PayloadLimits limits = settings_.limits.payload;
+  nlohmann::json keys = body["payload"];
+  if (overwrite) payload_text(keys, limits, "body.payload");  // checked before anything is written
+  blocking(std::move(call), [this, collection, selection = std::move(selection), keys = std::move(keys), limits,
+                             overwrite, wait](Call& c) {
+    const std::string replacement = overwrite && !keys.empty() ? payload_text(keys, limits, "body.payload") : "";
+    collection->edit_payloads(selection.resolve(*collection), [&](std::string_view old) {
+      return overwrite ? replacement : merge_payload(old, keys, limits, "body.payload");
+    });
+    reply(c, 200, {{"result", update_result(*collection, wait)}});
+  });
+}
+
+void Api::delete_payload(Call& call) {
+  auto collection = find(call.params[0]);
+  const bool wait = wait_param(call);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits);
+  const bool clear = call.route.ends_with("/clear");
+  check_fields(body, {"keys", "points", "filter"}, "body");
+  std::vector<std::string> keys;
+  if (!clear) {
+    if (!body.contains("keys")) bad_request("body.keys is required: the payload keys to delete");
+    PayloadSelector s = parse_payload_selector(body["keys"], "body.keys");
+    if (s.kind != PayloadSelector::Kind::include) bad_request("body.keys must be an array of payload keys");
+    keys = std::move(s.keys);
+  } else if (body.contains("keys")) {
+    bad_request("body: unknown field 'keys' (clear removes every key)");
   }
-  gather->call = std::move(call);
-  if (!collection->submit(jobs)) {
-    metrics_.rejected("queue_full");
-    reply_error(gather->call, 503, "the search queue of collection '" + collection->name() + "' is full; retry later",
-                {{"Retry-After", "1"}});
-  }
+  Selection selection = parse_selection(*collection, body);
+  blocking(std::move(call),
+           [this, collection, selection = std::move(selection), keys = std::move(keys), clear, wait](Call& c) {
+             collection->edit_payloads(selection.resolve(*collection), [&](std::string_view old) {
+               return clear ? std::string() : delete_payload_keys(old, keys);
+             });
+             reply(c, 200, {{"result", update_result(*collection, wait)}});
+           });
 }
 
 }  // namespace simkit::server

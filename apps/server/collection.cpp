@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include <simkit/error.hpp>
@@ -22,6 +23,21 @@ namespace fs = std::filesystem;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string index_file_name(int64_t seq) { return "index-" + std::to_string(seq) + ".simkit"; }
+
+// The value of `key=` in an index description, or `fallback`.
+int64_t description_value(const std::string& description, const std::string& key, int64_t fallback) {
+  const size_t at = description.find("," + key + "=");
+  return at == std::string::npos ? fallback : std::atoll(description.c_str() + at + key.size() + 2);
+}
+
+// Qdrant's hnsw_config for the collection's index: an hnsw index's own m and ef_construction,
+// and m = 0 (Qdrant's "no graph") for the others.
+nlohmann::json hnsw_config(const std::string& description) {
+  const bool hnsw = description.rfind("hnsw", 0) == 0;
+  return {{"m", hnsw ? description_value(description, "m", 16) : 0},
+          {"ef_construct", hnsw ? description_value(description, "ef_construction", 200) : 0},
+          {"full_scan_threshold", 0}};
+}
 
 // Stacks the points' vectors into one matrix and their ids into one array.
 Matrix<float> stack(const std::vector<StoredPoint>& points, int64_t dim, std::vector<int64_t>* ids) {
@@ -94,7 +110,10 @@ void Collection::load() {
     }
   }
   if (!index_) {
-    index_ = build_from_store("flat", &index_seq_, /*keep_payloads=*/true);  // one pass for rows and payloads
+    // An index that needs no training (flat, hnsw, tree) is built at once; the others start
+    // flat and are trained in the background (open()).
+    const std::string now = make_index(config_.index, config_.dim, metric_)->is_trained() ? config_.index : "flat";
+    index_ = build_from_store(now, &index_seq_, /*keep_payloads=*/true);  // one pass for rows and payloads
     how = "built from the points";
   } else {
     store_->read_all(
@@ -147,9 +166,27 @@ nlohmann::json Collection::info() {
     build = build_state_;
   }
   std::shared_lock lock(state_);
+  // Qdrant's CollectionInfo (what qdrant-client parses), then simkit's own index and queue.
   j["status"] = building_ ? "yellow" : "green";
+  j["optimizer_status"] = build.rfind("failed", 0) == 0 ? nlohmann::json{{"error", build}} : nlohmann::json("ok");
   j["points_count"] = index_->size();
-  j["config"] = {{"params", {{"vectors", {{"size", config_.dim}, {"distance", config_.distance}}}}},
+  j["indexed_vectors_count"] = index_->size();
+  j["segments_count"] = 1;
+  j["payload_schema"] = nlohmann::json::object();
+  j["config"] = {{"params",
+                  {{"vectors", {{"size", config_.dim}, {"distance", config_.distance}}},
+                   {"shard_number", 1},
+                   {"replication_factor", 1},
+                   {"write_consistency_factor", 1},
+                   {"on_disk_payload", false}}},
+                 {"hnsw_config", hnsw_config(config_.index)},
+                 // Every acknowledged write is already durable (flush 0 s); deletes are repaired
+                 // in place (hnsw at a tenth of the points marked), in one segment.
+                 {"optimizer_config",
+                  {{"deleted_threshold", 0.1},
+                   {"vacuum_min_vector_number", 0},
+                   {"default_segment_number", 1},
+                   {"flush_interval_sec", 0}}},
                  {"index", config_.index}};
   j["index"] = {{"description", index_->description()},
                 {"type", index_->type()},
@@ -192,6 +229,52 @@ int64_t Collection::remove(const std::vector<int64_t>& ids) {
   return static_cast<int64_t>(removed.size());
 }
 
+int64_t Collection::edit_payloads(const std::vector<int64_t>& ids,
+                                  const std::function<std::string(std::string_view)>& edit) {
+  std::lock_guard w(writer_mutex_);
+  refuse_if_closed();
+  std::vector<std::pair<int64_t, std::string>> changed;
+  for (int64_t id : ids) {
+    const std::optional<StoredPoint> p = store_->get(id, /*with_vector=*/false);  // writes are held off
+    if (!p) continue;
+    std::string text = edit(p->payload);
+    if (text != p->payload) changed.emplace_back(id, std::move(text));
+  }
+  if (changed.empty()) return 0;
+  const int64_t seq = store_->set_payloads(changed);  // durable from here on
+  std::unique_lock lock(state_);
+  for (auto& [id, text] : changed) {
+    if (text.empty())
+      payloads_.erase(id);
+    else
+      payloads_.insert_or_assign(id, std::move(text));
+  }
+  index_seq_ = seq;
+  return static_cast<int64_t>(changed.size());
+}
+
+std::vector<int64_t> Collection::matching_ids(const std::optional<Filter>& filter) {
+  if (!filter) return store_->ids();
+  std::shared_lock lock(state_);
+  return allowed_ids(*filter, payloads_);
+}
+
+std::vector<StoredPoint> Collection::scroll(int64_t from, int64_t limit, bool with_vector,
+                                            const std::optional<Filter>& filter) {
+  if (!filter) return store_->scroll(from, limit, with_vector);
+  const std::vector<int64_t> ids = matching_ids(filter);
+  std::vector<StoredPoint> page;
+  for (auto it = std::lower_bound(ids.begin(), ids.end(), from);
+       it != ids.end() && static_cast<int64_t>(page.size()) < limit; ++it)
+    if (auto p = store_->get(*it, with_vector)) page.push_back(std::move(*p));
+  return page;
+}
+
+int64_t Collection::seq() const {
+  std::shared_lock lock(state_);
+  return index_seq_;
+}
+
 void Collection::remember_uuid(int64_t id, const std::string& uuid) {
   uuids_.insert_or_assign(id, uuid);
   uuid_ids_.insert_or_assign(uuid, id);
@@ -222,20 +305,6 @@ PointId Collection::point_id(int64_t id) const {
   }
   if (!p.is_uuid()) p.number = id;
   return p;
-}
-
-void Collection::append_id(std::string& out, int64_t id) const {
-  if (id >= kFirstUuidId) {
-    auto it = uuids_.find(id);
-    if (it != uuids_.end()) {
-      out += '"';
-      out += it->second;  // canonical: hex digits and hyphens, nothing to escape
-      out += '"';
-      return;
-    }
-  }
-  char number[24];
-  out.append(number, std::to_chars(number, number + sizeof number, id).ptr);
 }
 
 void Collection::build_index(const std::string& description) {
@@ -340,7 +409,7 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
       Matrix<float> Q(m, config_.dim);
       for (int64_t r = 0; r < m; ++r) {
         const SearchQuery& q = batch[members[r]].job.query;
-        k = std::max(k, q.offset + q.limit);
+        k = std::max(k, q.offset + q.limit + static_cast<int64_t>(q.exclude.size()));
         std::copy(q.vector.begin(), q.vector.end(), Q.view().row(r));
       }
       SearchStats stats;
@@ -359,29 +428,7 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
       if (stats.short_rows > 0) short_searches_.Increment(static_cast<double>(stats.short_rows));
       for (int64_t row = 0; row < m; ++row) {
         SearchJob& job = batch[members[row]].job;
-        const int64_t* ids = r.ids.view().row(row);
-        const float* values = r.values.view().row(row);
-        std::string hits = "[";
-        for (int64_t c = job.query.offset; c < job.query.offset + job.query.limit && ids[c] >= 0; ++c) {
-          if (static_cast<int64_t>(hits.size()) > settings_.max_response_bytes) break;
-          char number[64];
-          hits += c == job.query.offset ? "{\"id\":" : ",{\"id\":";
-          append_id(hits, ids[c]);
-          hits += ",\"version\":0,\"score\":";
-          // A metric can overflow float32 on finite vectors (Dot of two 3e38 vectors): JSON has no
-          // inf or nan, so such a score is null, as the JSON tree wrote it, not an invalid body.
-          if (std::isfinite(values[c]))
-            hits.append(number, std::to_chars(number, number + sizeof number, values[c]).ptr);
-          else
-            hits += "null";
-          if (job.query.with_payload) {
-            auto it = payloads_.find(ids[c]);
-            hits += ",\"payload\":";
-            hits += it == payloads_.end() ? std::string_view("{}") : std::string_view(it->second);
-          }
-          hits += '}';
-        }
-        hits += ']';
+        std::string hits = write_hits(job.query, r.ids.view().row(row), r.values.view().row(row), k);
         if (static_cast<int64_t>(hits.size()) > settings_.max_response_bytes)
           job.done({400, response_too_large(settings_.max_response_bytes), {}});
         else

@@ -35,6 +35,7 @@
 #include "batcher.hpp"
 #include "filter.hpp"
 #include "metrics.hpp"
+#include "payload_edit.hpp"
 #include "point_id.hpp"
 #include "point_store.hpp"
 
@@ -44,7 +45,12 @@ struct SearchQuery {
   std::vector<float> vector;
   int64_t limit = 10;
   int64_t offset = 0;
-  bool with_payload = false;
+  PayloadSelector with_payload;
+  bool with_vector = false;
+  /// Hits scoring worse are left out: below it for Cosine and Dot, above it for Euclid and
+  /// Manhattan (whose scores are distances), as Qdrant reads it.
+  std::optional<float> score_threshold;
+  std::vector<int64_t> exclude;  // internal ids never returned (a recommendation's own examples)
   std::optional<Filter> filter;
   int64_t hnsw_ef = 0;  // "params": {"hnsw_ef": N}: an hnsw collection's search width; 0: the index's
 };
@@ -87,6 +93,13 @@ class Collection {
   void upsert(std::vector<StoredPoint> points);
   /// Returns how many of the ids were stored.
   int64_t remove(const std::vector<int64_t>& ids);
+  /// Rewrites the payloads of the stored points among `ids` with `edit` (old text -> new text,
+  /// "" for none), durably, in one transaction; returns how many points it changed.
+  int64_t edit_payloads(const std::vector<int64_t>& ids, const std::function<std::string(std::string_view)>& edit);
+  /// The ids (ascending) of the points a filter matches; every point's with none.
+  std::vector<int64_t> matching_ids(const std::optional<Filter>& filter);
+  /// The sequence number of the last write applied: what the API calls an operation id.
+  int64_t seq() const;
 
   /// Queues searches (all or none); false when the queue is full or the collection closing.
   bool submit(std::vector<Queued<SearchJob>>& jobs) { return batcher_->submit(jobs); }
@@ -97,9 +110,8 @@ class Collection {
   std::optional<int64_t> resolve(const PointId& id) const;
   /// The API id of an internal one (a UUID's stays a UUID).
   PointId point_id(int64_t id) const;
-  std::vector<StoredPoint> scroll(int64_t from, int64_t limit, bool with_vector) {
-    return store_->scroll(from, limit, with_vector);
-  }
+  /// Up to `limit` points with id >= `from` (that `filter` matches), in id order.
+  std::vector<StoredPoint> scroll(int64_t from, int64_t limit, bool with_vector, const std::optional<Filter>& filter);
 
   /// Starts building an index of `description` from the stored points in the background and
   /// swaps it in when ready. ApiError(409) while another build runs; 400 for a bad description.
@@ -122,6 +134,8 @@ class Collection {
   void apply(Index& index, const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted) const;
   void remember_uuid(int64_t id, const std::string& uuid);  // under state_ (exclusive)
   void forget_uuid(int64_t id);
+  /// A search's answer text for one query: its hits among the k ids and scores of one row.
+  std::string write_hits(const SearchQuery& query, const int64_t* ids, const float* values, int64_t k) const;
   /// Appends an id as the API writes it: the number, or the UUID in quotes (under state_).
   void append_id(std::string& out, int64_t id) const;
   void save_index();

@@ -304,6 +304,20 @@ std::vector<int64_t> PointStore::remove(const std::vector<int64_t>& ids, int64_t
   return removed;
 }
 
+int64_t PointStore::set_payloads(const std::vector<std::pair<int64_t, std::string>>& payloads) {
+  Transaction t(writer_);
+  const int64_t seq = seq_ + 1;
+  Statement put(writer_, "UPDATE points SET payload = ?1, seq = ?2 WHERE id = ?3");
+  for (const auto& [id, text] : payloads) {
+    text.empty() ? put.bind_null(1) : put.bind(1, text);
+    put.bind(2, seq).bind(3, id).run();
+  }
+  set_meta(writer_, "seq", std::to_string(seq));
+  t.commit();
+  seq_ = seq;
+  return seq;
+}
+
 void PointStore::set_index_description(const std::string& description) {
   Transaction t(writer_);
   set_meta(writer_, "index", description);
@@ -322,6 +336,14 @@ std::optional<StoredPoint> PointStore::get(int64_t id, bool with_vector) {
   p.payload = s.text(1);
   p.uuid = s.text(2);
   return p;
+}
+
+std::vector<int64_t> PointStore::ids() {
+  std::lock_guard g(reader_mutex_);
+  Statement s(reader_, "SELECT id FROM points ORDER BY id");
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.integer(0));
+  return out;
 }
 
 std::optional<int64_t> PointStore::id_of_uuid(const std::string& uuid) {

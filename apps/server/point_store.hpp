@@ -75,10 +75,15 @@ class PointStore {
   /// One durable transaction: deletes these ids (absent ones are ignored). Returns the ids that
   /// were present, and through `seq_out` the new sequence number.
   std::vector<int64_t> remove(const std::vector<int64_t>& ids, int64_t* seq_out);
+  /// One durable transaction: sets the payloads of these points ("" for none); ids not stored
+  /// are skipped. Returns the new sequence number.
+  int64_t set_payloads(const std::vector<std::pair<int64_t, std::string>>& payloads);
   /// Records the index's desired description (PUT .../index) durably.
   void set_index_description(const std::string& description);
 
   std::optional<StoredPoint> get(int64_t id, bool with_vector);
+  /// Every stored id, ascending.
+  std::vector<int64_t> ids();
   /// The internal id of a stored point named by this (canonical) UUID.
   std::optional<int64_t> id_of_uuid(const std::string& uuid);
   /// Up to `limit` points with id >= `from`, in id order.

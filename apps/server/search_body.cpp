@@ -122,7 +122,9 @@ bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, 
       (key == "limit" ? query.limit : query.offset) = static_cast<int64_t>(v);
     } else if (key == "with_payload" && !seen_payload) {
       seen_payload = true;
-      if (!r.literal(query.with_payload)) return false;
+      bool with_payload = false;
+      if (!r.literal(with_payload)) return false;
+      if (with_payload) query.with_payload = PayloadSelector::all();
     } else if (key == "with_vector" && !seen_with_vector) {
       seen_with_vector = true;
       bool with_vector = false;
@@ -137,18 +139,27 @@ bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, 
   return seen_vector && r.at_end();
 }
 
+std::optional<float> score_threshold(const nlohmann::json& body, const std::string& where) {
+  if (!body.contains("score_threshold") || body["score_threshold"].is_null()) return std::nullopt;
+  const nlohmann::json& t = body["score_threshold"];
+  if (!t.is_number() || !std::isfinite(t.get<double>()))
+    bad_request(where + ".score_threshold must be a number (got " + value_excerpt(t) + ")");
+  return static_cast<float>(t.get<double>());
+}
+
 SearchQuery parse_search(const nlohmann::json& body, int64_t dim, int64_t max_limit, const std::string& where) {
   if (!body.is_object()) bad_request(where + " must be an object");
-  check_fields(body, {"vector", "limit", "offset", "with_payload", "with_vector", "filter", "params"}, where);
+  check_fields(
+      body, {"vector", "limit", "offset", "with_payload", "with_vector", "filter", "params", "score_threshold"}, where);
   if (!body.contains("vector")) bad_request(where + ".vector is required");
   SearchQuery q;
   q.vector = parse_vector(body["vector"], dim, where + ".vector");
   q.limit = int_field(body, "limit", 10, 1, max_limit, where);
   q.offset = int_field(body, "offset", 0, 0, max_limit, where);
-  q.with_payload = bool_field(body, "with_payload", false, where);
-  if (bool_field(body, "with_vector", false, where))
-    bad_request(where +
-                ".with_vector: searches return ids, scores and payloads; read vectors with GET .../points/{id}");
+  if (body.contains("with_payload"))
+    q.with_payload = parse_payload_selector(body["with_payload"], where + ".with_payload");
+  q.with_vector = bool_field(body, "with_vector", false, where);
+  q.score_threshold = score_threshold(body, where);
   if (body.contains("filter") && !body["filter"].is_null()) {
     q.filter = parse_filter(body["filter"]);
     if (q.filter->must.empty()) q.filter.reset();  // no condition: every point

@@ -25,6 +25,9 @@ namespace simkit::server {
 /// True when `body` was a simple search whose values are now in `query`.
 bool parse_simple_search(std::string_view body, int64_t dim, int64_t max_limit, SearchQuery& query);
 
+/// `score_threshold` of a search or query body, when it has one; 400 naming `where` if it is not a number.
+std::optional<float> score_threshold(const nlohmann::json& body, const std::string& where);
+
 /// The general path: any search object (with a filter too), or 400 naming what is wrong, each
 /// field located by `where` ("body", "body.searches[3]").
 SearchQuery parse_search(const nlohmann::json& body, int64_t dim, int64_t max_limit, const std::string& where);

@@ -321,7 +321,7 @@ def upsert(
                 p["payload"] = payloads[j]
             points.append(p)
         r = c.ok("PUT", f"/collections/{name}/points?wait=true", {"points": points})
-        assert r == {"status": "completed"}, r
+        assert r["status"] == "completed" and isinstance(r["operation_id"], int), r
 
 
 def scroll_all(c: Client, name: str, with_vector: bool = True, page: int = 10000) -> dict[int, dict[str, Any]]:

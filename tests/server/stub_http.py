@@ -109,7 +109,7 @@ class StubServer:
                     status = self.status(i)
                     body = b'{"result":[],"status":"ok","time":0}'
                     self.batch_sizes.append(1 + len(self.batch_sizes) % 3)
-                reason = {200: "OK", 503: "Service Unavailable", 504: "Gateway Timeout"}.get(status, "Status")
+                reason = {200: "OK", 429: "Too Many Requests", 503: "Service Unavailable", 504: "Gateway Timeout"}.get(status, "Status")
                 writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
                              f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
                 await writer.drain()

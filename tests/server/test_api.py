@@ -156,7 +156,7 @@ def test_points_upsert_get_retrieve_delete_scroll(serve: Any, rng: np.random.Gen
 
     # Delete: absent ids are ignored and not counted.
     r = c.ok("POST", "/collections/pts/points/delete?wait=true", {"points": [int(ids[10]), int(ids[11]), 99]})
-    assert r == {"status": "completed", "deleted": 2}
+    assert r["status"] == "completed" and r["deleted"] == 2 and r["operation_id"] > 0
     assert points_count(c, "pts") == n - 2
     status, _, _ = c.get(f"/collections/pts/points/{ids[10]}")
     assert status == 404
@@ -167,7 +167,7 @@ def test_points_upsert_get_retrieve_delete_scroll(serve: Any, rng: np.random.Gen
     assert r["deleted"] == 0
     # wait=false is acknowledged as durably as wait=true.
     r = c.ok("PUT", "/collections/pts/points?wait=false", {"points": [{"id": 5, "vector": [0.0] * d}]})
-    assert r == {"status": "acknowledged"}
+    assert r["status"] == "acknowledged" and isinstance(r["operation_id"], int)
     assert c.ok("GET", "/collections/pts/points/5")["vector"] == [0.0] * d
 
 
@@ -1082,3 +1082,41 @@ def test_hnsw_index_serves_and_hnsw_ef_widens_the_search(serve: Any, rng: np.ran
                                 ("g", {"exact": True, "hnsw_ef": 8}, "exact"), ("g", [64], "params")):
         status, _, body = c.post(f"/collections/{path}/points/search", {"vector": q, "limit": k, "params": params})
         assert status == 400 and words in body["status"]["error"], (params, body)
+
+
+def test_payload_operations_and_selectors(serve: Any, rng: np.random.Generator) -> None:
+    s = serve()
+    c = s.client()
+    create_collection(c, "pl", 3, "Dot")
+    base = {"a": 1, "b": {"c": 2, "d": [3, 4]}, "e": "x"}
+    c.ok("PUT", "/collections/pl/points", {"points": [{"id": i, "vector": [1.0, float(i), 0.0], "payload": base} for i in range(4)]})
+    # Reads select keys: a list, include (dotted paths reach into objects), exclude.
+    get = lambda body: {p["id"]: p["payload"] for p in c.ok("POST", "/collections/pl/points", {"ids": [0]} | body)}[0]
+    assert get({"with_payload": ["a", "b.c"]}) == {"a": 1, "b": {"c": 2}}
+    assert get({"with_payload": {"include": ["b.d", "zz"]}}) == {"b": {"d": [3, 4]}}
+    assert get({"with_payload": {"exclude": ["b.c", "e"]}}) == {"a": 1, "b": {"d": [3, 4]}}
+    assert "payload" not in c.ok("POST", "/collections/pl/points", {"ids": [0], "with_payload": False})[0]
+    hit = c.ok("POST", "/collections/pl/points/search", {"vector": [0.0, 1.0, 0.0], "limit": 1,
+                                                          "with_payload": {"exclude": ["b"]}, "with_vector": True})
+    assert hit[0]["id"] == 3 and hit[0]["payload"] == {"a": 1, "e": "x"} and hit[0]["vector"] == [1.0, 3.0, 0.0]
+    # set merges top-level keys, overwrite replaces, delete removes (dotted) keys, clear empties.
+    op1 = c.ok("POST", "/collections/pl/points/payload", {"payload": {"a": 9, "f": [1]}, "points": [0, 1, 77]})
+    assert op1["status"] == "completed"
+    c.ok("PUT", "/collections/pl/points/payload", {"payload": {"only": True}, "points": [2]})
+    c.ok("POST", "/collections/pl/points/payload/delete", {"keys": ["b.d", "e"], "filter": {"must": [{"key": "a", "match": {"value": 9}}]}})
+    op2 = c.ok("POST", "/collections/pl/points/payload/clear", {"points": [3]})
+    assert op2["operation_id"] > op1["operation_id"]
+    want = {0: {"a": 9, "b": {"c": 2}, "f": [1]}, 1: {"a": 9, "b": {"c": 2}, "f": [1]}, 2: {"only": True}, 3: {}}
+    got = {p["id"]: p["payload"] for p in c.ok("POST", "/collections/pl/points/scroll", {"limit": 10})["points"]}
+    assert got == want
+    # The changes are what searches filter on, and what a restart replays.
+    flt = {"must": [{"key": "a", "match": {"value": 9}}]}
+    assert c.ok("POST", "/collections/pl/points/count", {"filter": flt})["count"] == 2
+    assert c.ok("POST", "/collections/pl/points/count", {})["count"] == 4
+    hits = c.ok("POST", "/collections/pl/points/search", {"vector": [0.0, 1.0, 0.0], "limit": 4, "filter": flt})
+    assert [h["id"] for h in hits] == [1, 0]
+    s.restart()
+    c = s.client()
+    got = {p["id"]: p["payload"] for p in c.ok("POST", "/collections/pl/points/scroll", {"limit": 10})["points"]}
+    assert got == want
+    assert c.ok("POST", "/collections/pl/points/count", {"filter": flt})["count"] == 2

@@ -114,8 +114,12 @@ def test_unknown_fields(fx: Fixture) -> None:
     fx.expect("PUT", "/collections/new", {"vectors": {"size": 4, "distance": "Cosine"}, "shards": 2},
               words=("unknown field 'shards'",))
     fx.expect("POST", "/collections/e/points", {"ids": [100], "with_vectors": True}, words=("unknown field 'with_vectors'",))
-    fx.expect("POST", "/collections/e/points/delete", {"points": [100], "filter": {}}, words=("unknown field 'filter'",))
-    fx.expect("POST", "/collections/e/points/scroll", {"limit": 3, "filter": {}}, words=("unknown field 'filter'",))
+    fx.expect("POST", "/collections/e/points/delete", {"points": [100], "filter": {}}, words=("one of points", "or filter"))
+    fx.expect("POST", "/collections/e/points/scroll", {"limit": 3, "filtr": {}}, words=("unknown field 'filtr'",))
+    fx.expect("POST", "/collections/e/points/query", {"query": GOOD, "prefetch": [{}]}, words=("prefetch", "not supported"))
+    fx.expect("POST", "/collections/e/points/query", {"query": {"discover": {}}}, words=("discover", "not supported"))
+    fx.expect("POST", "/collections/e/points/query", {"query": GOOD, "using": "image"}, words=("named vectors",))
+    fx.expect("POST", "/collections/e/points/count", {"filter": {}, "exact": True, "x": 1}, words=("unknown field 'x'",))
     fx.expect("PUT", "/collections/e/index", {"index": "flat", "nlist": 3}, words=("unknown field 'nlist'",))
     fx.expect("PUT", "/collections/e/snapshots/recover", {"location": "x.snapshot", "checksum": "0"},
               words=("unknown field 'checksum'",))
@@ -160,9 +164,31 @@ def test_points_refused(fx: Fixture) -> None:
     # Deletes and reads.
     fx.expect("POST", "/collections/e/points/delete", {"points": [100, -3]}, words=("points[1]", ">= 0"))
     fx.expect("POST", "/collections/e/points/delete", {"points": 100}, words=("must be an array",))
-    fx.expect("POST", "/collections/e/points/delete", {}, words=("points is required",))
+    fx.expect("POST", "/collections/e/points/delete", {}, words=("one of points",))
+    fx.expect("POST", "/collections/e/points/delete", {"filter": None}, words=("filter must be a filter object",))
+    # The Query API.
+    q = "/collections/e/points/query"
+    fx.expect("POST", q, {}, words=("query is required",))
+    fx.expect("POST", q, {"query": GOOD[:3]}, words=("query", "has 3 values"))
+    fx.expect("POST", q, {"query": 1.5}, words=("query", "must be a vector, a point id"))
+    fx.expect("POST", q, {"query": {"recommend": {"positive": []}}}, words=("positive", "at least one"))
+    fx.expect("POST", q, {"query": {"recommend": {"positive": [100], "strategy": "best_score"}}},
+              words=("strategy", "not supported"))
+    fx.expect("POST", q, {"query": 123456789}, status=404, words=("query", "123456789", "is not in collection"))
+    fx.expect("POST", q, {"query": GOOD, "score_threshold": "x"}, words=("score_threshold",))
+    fx.expect("POST", q, {"query": GOOD, "params": {"exact": "yes"}}, words=("params.exact", "true or false"))
+    fx.expect("POST", q + "/batch", {"searches": [{"query": GOOD}, {"query": GOOD, "limit": 0}]},
+              words=("searches[1].limit",))
+    # Payload operations.
+    fx.expect("POST", "/collections/e/points/payload", {"points": [100]}, words=("payload must be a JSON object",))
+    fx.expect("POST", "/collections/e/points/payload", {"payload": {"a": 1}}, words=("one of points",))
+    fx.expect("POST", "/collections/e/points/payload", {"payload": {"a": 1}, "points": [100], "key": "x.y"},
+              words=("key", "not supported"))
+    fx.expect("POST", "/collections/e/points/payload/delete", {"points": [100]}, words=("keys is required",))
+    fx.expect("POST", "/collections/e/points/payload/delete", {"points": [100], "keys": "a"}, words=("keys",))
+    fx.expect("POST", "/collections/e/points/payload/clear", {"points": [100], "keys": ["a"]}, words=("unknown field 'keys'",))
     fx.expect("POST", "/collections/e/points", {"ids": ["100"]}, words=("unsigned integer",))
-    fx.expect("POST", "/collections/e/points", {"ids": [100], "with_payload": "yes"}, words=("with_payload", "true or false"))
+    fx.expect("POST", "/collections/e/points", {"ids": [100], "with_payload": "yes"}, words=("with_payload", "a list of keys"))
     fx.expect("POST", "/collections/e/points/scroll", {"offset": -1}, words=("offset", ">= 0"))
     fx.expect("POST", "/collections/e/points/scroll", {"limit": 0}, words=("limit", "between 1 and 10000"))
     for bad in ["abc", "-1", "1.5", "1e3", "99999999999999999999"]:
@@ -187,8 +213,11 @@ def test_search_parameters_refused(fx: Fixture) -> None:
     fx.expect("POST", search, {"limit": 3}, words=("vector is required",))
     fx.expect("POST", search, {"vector": GOOD[:3]}, words=("has 3 values",))
     fx.expect("POST", search, {"vector": [0.0, 1e39, 0.0, 0.0]}, words=("finite float32",))
-    fx.expect("POST", search, {"vector": GOOD, "with_vector": True}, words=("with_vector",))
-    fx.expect("POST", search, {"vector": GOOD, "with_payload": 1}, words=("with_payload", "true or false"))
+    fx.expect("POST", search, {"vector": GOOD, "with_vector": 1}, words=("with_vector", "true or false"))
+    fx.expect("POST", search, {"vector": GOOD, "with_payload": 1}, words=("with_payload", "true, false, a list of keys"))
+    fx.expect("POST", search, {"vector": GOOD, "with_payload": {"only": ["a"]}}, words=("with_payload", "include"))
+    fx.expect("POST", search, {"vector": GOOD, "with_payload": [""]}, words=("with_payload[0]", "non-empty string"))
+    fx.expect("POST", search, {"vector": GOOD, "score_threshold": "0.5"}, words=("score_threshold", "must be a number"))
     batch = "/collections/e/points/search/batch"
     fx.expect("POST", batch, {"searches": []}, words=("non-empty array",))
     fx.expect("POST", batch, {"searches": {"vector": GOOD}}, words=("non-empty array",))
@@ -298,7 +327,9 @@ def test_collections_refused(fx: Fixture) -> None:
 
 
 def test_routes_and_methods(fx: Fixture) -> None:
-    fx.expect("GET", "/", status=404, words=("no route",))
+    status, _, info = fx.c.get("/")  # Qdrant's service info, at the top level as Qdrant answers it
+    assert status == 200 and info["version"].count(".") == 2 and info["title"].startswith("simkit"), info
+    fx.expect("POST", "/", {}, status=405, words=("not allowed",))
     fx.expect("GET", "/collection", status=404, words=("no route",))
     fx.expect("GET", "/collections/e/points/1/extra", status=404, words=("no route",))
     fx.expect("POST", "/collections/e/points/search/batch/x", {}, status=404, words=("no route",))
@@ -386,7 +417,7 @@ def test_body_limit(serve: Any, rng: np.random.Generator) -> None:
     fx.unchanged("a chunked body over the limit")
     # Under the limit: accepted.
     c = s.client()
-    assert c.ok("PUT", up, small) == {"status": "completed"}
+    assert c.ok("PUT", up, small)["status"] == "completed"
     assert len(scroll_all(c, "e")) == 70
     m = s.metrics()
     assert 'code="413"' in m

@@ -121,7 +121,7 @@ def test_busy_connections_drop_requests_instead_of_sending_them_late(tmp_path: p
 
 
 def test_statuses_and_the_servers_batch_sizes_are_reported(tmp_path: pathlib.Path) -> None:
-    codes = {1: 503, 2: 504, 3: 418}
+    codes = {1: 503, 2: 504, 3: 418, 4: 429}
     with StubServer(status=lambda i: 200 if i == 0 else codes.get(i % 5, 200)) as stub:
         report, rows, _, text = loadgen(tmp_path, stub.url, "--rate", "250", "--duration", "2")
         statuses = [s for i, _, _, s in stub.records if i > 0]
@@ -129,8 +129,9 @@ def test_statuses_and_the_servers_batch_sizes_are_reported(tmp_path: pathlib.Pat
     assert report["status_200"] == statuses.count(200)
     assert report["status_503"] == statuses.count(503) == 100
     assert report["status_504"] == statuses.count(504) == 100
+    assert report["status_429"] == statuses.count(429) == 100
     assert report["other_statuses"] == {"418": 100}
-    assert "503 (queue full)" in text and "504 (deadline)" in text
+    assert "429 (queue full)" in text and "503 (unavailable)" in text and "504 (deadline)" in text
     batches = report["server_batches"]
     assert batches["batches"] == len(sizes) == 500
     assert abs(batches["mean_size"] - np.mean(sizes)) < 1e-6
