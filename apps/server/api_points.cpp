@@ -188,8 +188,7 @@ void Api::count_points(Call& call) {
   bool_field(body, "exact", true, "body");  // always exact here: the count comes from the same ids a search uses
   std::optional<Filter> filter = optional_filter(body, "filter");
   blocking(std::move(call), [this, collection, filter](Call& c) {
-    const auto n = static_cast<int64_t>(collection->matching_ids(filter).size());
-    reply(c, 200, {{"result", {{"count", n}}}});
+    reply(c, 200, {{"result", {{"count", collection->count(filter)}}}});
   });
 }
 

@@ -270,6 +270,12 @@ std::vector<StoredPoint> Collection::scroll(int64_t from, int64_t limit, bool wi
   return page;
 }
 
+int64_t Collection::count(const std::optional<Filter>& filter) {
+  if (filter) return static_cast<int64_t>(matching_ids(filter).size());
+  std::shared_lock lock(state_);
+  return index_->size();
+}
+
 int64_t Collection::seq() const {
   std::shared_lock lock(state_);
   return index_seq_;

@@ -98,6 +98,8 @@ class Collection {
   int64_t edit_payloads(const std::vector<int64_t>& ids, const std::function<std::string(std::string_view)>& edit);
   /// The ids (ascending) of the points a filter matches; every point's with none.
   std::vector<int64_t> matching_ids(const std::optional<Filter>& filter);
+  /// How many points a filter matches (every point with none).
+  int64_t count(const std::optional<Filter>& filter);
   /// The sequence number of the last write applied: what the API calls an operation id.
   int64_t seq() const;
 
