@@ -1,14 +1,17 @@
-// `simkit serve`: the HTTP search server (apps/server/, docs/API.md). This file only turns
-// options into ServeOptions; the server owns everything else.
+// `simkit serve`: the HTTP search server (apps/server/, docs/API.md). This file only gathers
+// the options (command line, environment, config file: serve_config.hpp) into ServeOptions; the
+// server owns everything else.
 
-#include <cstdlib>
+#include <cstdio>
 #include <string>
 
 #include <simkit/error.hpp>
 
+#include "../server/api.hpp"
 #include "../server/server.hpp"
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "serve_config.hpp"
 
 namespace simkit::cli {
 
@@ -19,6 +22,8 @@ void add_serve_command(CLI::App& app) {
     int64_t max_batch = 64, max_delay_us = 2000, max_queue = 4096, timeout_ms = 10000, max_connections = 4096;
     double max_body_mb = 32;
     int64_t max_payload_depth = 32, max_payload_values = 65536, max_payload_kb = 1024, max_response_mb = 64;
+    std::string config, log_level = "info", access_log;
+    bool print_routes = false;
     RunOptions run;
   };
   auto o = std::make_shared<Options>();
@@ -27,16 +32,21 @@ void add_serve_command(CLI::App& app) {
       "Serve collections over HTTP: a Qdrant-shaped REST API (docs/API.md) with durable writes (SQLite WAL), a "
       "dynamic batcher that runs queued searches as one matrix-shaped search, snapshots, Prometheus metrics at "
       "/metrics, API-key auth and load shedding (503 when the queue is full, 504 past a request's deadline).");
-  sub->add_option("--data-dir", o->data_dir, "Folder holding the collections and snapshots (created if missing)")
-      ->required();
+  // Required, but checked after the config file is read (it may hold data-dir), not by CLI11.
+  sub->add_option("--data-dir", o->data_dir,
+                  "Required: the folder holding the collections and snapshots (created if missing)");
+  sub->add_option("--config", o->config,
+                  "YAML file of settings: each key an option's name without dashes (data-dir: ./data, port: 6333); "
+                  "the command line and the environment win over it");
   sub->add_option("--host", o->host, "Address to listen on; loopback unless you mean to expose it")
       ->capture_default_str();
   sub->add_option("--port", o->port, "TCP port; 0 picks a free one (the 'listening on' line says which)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   sub->add_option("--api-key", o->api_key,
-                  "Require 'api-key: KEY' or 'Authorization: Bearer KEY' on every route but /healthz "
-                  "(default: $SIMKIT_API_KEY; none: no auth)");
+                  "Require 'api-key: KEY' or 'Authorization: Bearer KEY' on every route but the probes "
+                  "(/healthz, /livez, /readyz); none: no auth. Prefer the environment to the command line, which "
+                  "other users can read in ps");
   add_run_options(sub, o->run);
   sub->add_option("--io-threads", o->io_threads, "HTTP threads (0: min(8, hardware threads))")
       ->check(CLI::Range(0, 256));
@@ -81,6 +91,21 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--max-connections", o->max_connections, "Open connections beyond this get 503 at once")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}))
       ->capture_default_str();
+  sub->add_option("--log-level", o->log_level,
+                  "What goes to stderr: error, warn, info (start-up, each collection loaded, ready, drain) or debug")
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}))
+      ->capture_default_str();
+  sub->add_option("--access-log", o->access_log,
+                  "One JSON line per answered request (time, client, method, target, status, bytes, ms, route) to "
+                  "this file, appended, or to stdout with '-' (default: none; docs/API.md shows a line)");
+  sub->add_flag("--print-routes", o->print_routes,
+                "Print every route served, one 'METHOD /pattern' a line, and exit (docs/openapi.yaml describes each)");
+  // Every setting also from the environment: SIMKIT_ + its name (--max-queue: SIMKIT_MAX_QUEUE);
+  // CLI11 shows each in --help. The actions (--help, --print-routes) have none.
+  for (CLI::Option* opt : sub->get_options())
+    if (!opt->get_lnames().empty() && opt->get_lnames().front() != "help" &&
+        opt->get_lnames().front() != "print-routes")
+      opt->envname(env_name_for(opt->get_lnames().front()));
   sub->footer(
       "Examples:\n"
       "  simkit serve --data-dir /var/lib/simkit --port 6333 --device gpu\n"
@@ -90,15 +115,40 @@ void add_serve_command(CLI::App& app) {
       "       -d '{\"points\": [{\"id\": 1, \"vector\": [0.1, 0.2, 0.3, 0.4], \"payload\": {\"lang\": \"en\"}}]}'\n"
       "  curl -X POST localhost:6333/collections/docs/points/search -d '{\"vector\": [0.1, 0.2, 0.3, 0.4], \"limit\": "
       "3}'\n"
+      "  SIMKIT_API_KEY=secret simkit serve --config /etc/simkit.yaml --access-log /var/log/simkit/access.log\n"
+      "Settings come from the command line, else the environment (SIMKIT_ + the option's name in capitals,\n"
+      "'-' as '_': SIMKIT_PORT, SIMKIT_DATA_DIR), else the --config file, else the default. The file is YAML,\n"
+      "keyed by the options' names as written here without the dashes; an unknown key or a bad value stops\n"
+      "the start with the file, line and key named (exit status 2). For example:\n"
+      "  data-dir: /var/lib/simkit\n"
+      "  host: 0.0.0.0\n"
+      "  port: 6333\n"
+      "  max-queue: 1024\n"
+      "The server listens at once and then opens its collections: GET /livez is 200 while the process\n"
+      "answers, GET /readyz 200 once every collection is open and until a drain begins (503 before and\n"
+      "after; collection routes answer 503 with Retry-After while loading).\n"
       "SIGTERM or Ctrl-C drains: in-flight requests are answered, indexes saved, exit status 0.");
+  // Runs as soon as serve's own arguments and environment are read, before the final callback:
+  // the file fills in what neither set. (Setting it also keeps CLI11 from reading SIMKIT_* for
+  // serve when another command runs: a stray SIMKIT_PORT must not break `simkit info`.)
+  sub->parse_complete_callback([o, sub] {
+    if (!o->config.empty()) apply_config_file(*sub, o->config, {"config", "print-routes"});
+  });
   sub->callback([o] {
+    if (o->print_routes) {
+      for (const std::string& route : server::Api::route_list()) std::printf("%s\n", route.c_str());
+      return;
+    }
+    if (o->data_dir.empty())
+      throw CLI::RequiredError(
+          "--data-dir is required: the folder holding the collections (or SIMKIT_DATA_DIR, or data-dir: in the "
+          "--config file)",
+          CLI::ExitCodes::RequiredError);
     server::ServeOptions s;
     s.data_dir = o->data_dir;
     s.host = o->host;
     s.port = static_cast<uint16_t>(o->port);
     s.api_key = o->api_key;
-    if (s.api_key.empty())
-      if (const char* env = std::getenv("SIMKIT_API_KEY")) s.api_key = env;
     s.device = parse_device(o->run.device);
     s.threads = o->run.threads;
     s.io_threads = o->io_threads;
@@ -113,6 +163,8 @@ void add_serve_command(CLI::App& app) {
     s.requests.payload.max_values = o->max_payload_values;
     s.requests.payload.max_bytes = o->max_payload_kb * 1024;
     s.requests.max_response_bytes = o->max_response_mb << 20;
+    s.log_level = server::parse_log_level(o->log_level);
+    s.access_log = o->access_log;
     const int status = server::run_server(s);
     if (status != 0) throw CLI::RuntimeError(status);
   });
