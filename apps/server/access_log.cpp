@@ -137,8 +137,8 @@ void AccessLog::write_loop() {
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
         if (!failing)
-          log(LogLevel::error, "access log %s: write failed (%s); lines are lost until writes work again",
-              where_.c_str(), std::strerror(errno));
+          log_line(LogLevel::error, "access log %s: write failed (%s); lines are lost until writes work again",
+                   where_.c_str(), std::strerror(errno));
         failing = true;
         break;
       }
@@ -146,8 +146,8 @@ void AccessLog::write_loop() {
       failing = false;
     }
     if (dropped > 0)
-      log(LogLevel::warn, "access log %s: %llu lines dropped (the disk fell more than 8 MiB behind)", where_.c_str(),
-          static_cast<unsigned long long>(dropped));
+      log_line(LogLevel::warn, "access log %s: %llu lines dropped (the disk fell more than 8 MiB behind)",
+               where_.c_str(), static_cast<unsigned long long>(dropped));
     batch.clear();
     if (last) return;
   }

@@ -128,8 +128,8 @@ int64_t Api::load_collections() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (draining_) return loaded;
     const std::string name = dir.filename().string();
-    log(LogLevel::debug, "collection %s: loading (%lld of %zu)", name.c_str(), static_cast<long long>(loaded + 1),
-        found.size());
+    log_line(LogLevel::debug, "collection %s: loading (%lld of %zu)", name.c_str(), static_cast<long long>(loaded + 1),
+             found.size());
     auto collection = Collection::open(name, dir, settings_.collection, metrics_);
     {
       std::lock_guard g(collections_mutex_);

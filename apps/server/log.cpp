@@ -39,7 +39,7 @@ void set_log_level(LogLevel level) { current.store(level, std::memory_order_rela
 
 bool logging(LogLevel level) { return level <= current.load(std::memory_order_relaxed); }
 
-void log(LogLevel level, const char* format, ...) {
+void log_line(LogLevel level, const char* format, ...) {
   if (!logging(level)) return;
   // One buffer, one write(2): stdio's stderr is unbuffered and would write the prefix, the text
   // and the newline separately, which other threads' lines could split.

@@ -28,6 +28,6 @@ void set_log_level(LogLevel level);
 bool logging(LogLevel level);
 
 /// printf-style; writes "simkit serve: <text>\n" to stderr when `level` is enabled.
-void log(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
+void log_line(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 }  // namespace simkit::server

@@ -89,7 +89,7 @@ class Shutdown {
       : pool_(pool), api_(api), http_(http), timeout_(timeout), signals_(pool.main(), SIGTERM, SIGINT) {
     signals_.async_wait([this](const boost::system::error_code& e, int signal) {
       if (e) return;
-      log(LogLevel::info, "signal %d: draining (in-flight requests finish, then exit)", signal);
+      log_line(LogLevel::info, "signal %d: draining (in-flight requests finish, then exit)", signal);
       begin();
     });
   }
@@ -97,7 +97,7 @@ class Shutdown {
   /// From any thread: drains as a signal would (runs on the main I/O thread).
   void request() {
     asio::post(pool_.main(), [this] {
-      log(LogLevel::info, "draining (in-flight requests finish, then exit)");
+      log_line(LogLevel::info, "draining (in-flight requests finish, then exit)");
       begin();
     });
   }
@@ -123,7 +123,7 @@ class Shutdown {
     watchdog_ = std::thread([this] {
       std::unique_lock lock(mutex_);
       if (!done_cv_.wait_for(lock, timeout_, [this] { return done_; })) {
-        log(LogLevel::warn, "drain took over %lld s; stopping", static_cast<long long>(timeout_.count()));
+        log_line(LogLevel::warn, "drain took over %lld s; stopping", static_cast<long long>(timeout_.count()));
         pool_.stop();
       }
     });
@@ -167,11 +167,13 @@ int run_server(const ServeOptions& o) {
 
   std::printf("listening on http://%s:%u\n", o.host.c_str(), static_cast<unsigned>(http->port()));
   std::fflush(stdout);
-  log(LogLevel::info, "device %s, batches of up to %lld searches within %lld us, %d at once, queue %lld",
-      to_string(device), static_cast<long long>(batching.max_batch), static_cast<long long>(batching.max_delay.count()),
-      batching.workers, static_cast<long long>(batching.max_queue));
-  log(LogLevel::debug, "%d I/O threads, up to %lld connections, bodies up to %zu bytes, access log %s", io_threads,
-      static_cast<long long>(o.max_connections), o.max_body_bytes, o.access_log.empty() ? "off" : o.access_log.c_str());
+  log_line(LogLevel::info, "device %s, batches of up to %lld searches within %lld us, %d at once, queue %lld",
+           to_string(device), static_cast<long long>(batching.max_batch),
+           static_cast<long long>(batching.max_delay.count()), batching.workers,
+           static_cast<long long>(batching.max_queue));
+  log_line(LogLevel::debug, "%d I/O threads, up to %lld connections, bodies up to %zu bytes, access log %s", io_threads,
+           static_cast<long long>(o.max_connections), o.max_body_bytes,
+           o.access_log.empty() ? "off" : o.access_log.c_str());
 
   // The collections open while the server already answers its probes (api.hpp).
   std::exception_ptr load_error;
@@ -180,12 +182,12 @@ int run_server(const ServeOptions& o) {
     try {
       const int64_t n = api.load_collections();
       if (!api.loading())
-        log(LogLevel::info, "ready: %lld collections loaded in %.2f s", static_cast<long long>(n),
-            Seconds(std::chrono::steady_clock::now() - t0).count());
+        log_line(LogLevel::info, "ready: %lld collections loaded in %.2f s", static_cast<long long>(n),
+                 Seconds(std::chrono::steady_clock::now() - t0).count());
       else
-        log(LogLevel::info, "loading stopped by the drain after %lld collections", static_cast<long long>(n));
+        log_line(LogLevel::info, "loading stopped by the drain after %lld collections", static_cast<long long>(n));
     } catch (const std::exception& e) {
-      log(LogLevel::error, "loading the collections failed: %s; stopping", e.what());
+      log_line(LogLevel::error, "loading the collections failed: %s; stopping", e.what());
       load_error = std::current_exception();
       shutdown.request();
     }
@@ -199,7 +201,7 @@ int run_server(const ServeOptions& o) {
   api.close();         // queued searches run, writes in the pool finish, indexes are saved
   access_log.reset();  // every line written
   if (load_error) std::rethrow_exception(load_error);
-  log(LogLevel::info, "stopped");
+  log_line(LogLevel::info, "stopped");
   return 0;
 }
 
