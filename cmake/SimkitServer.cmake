@@ -1,8 +1,9 @@
 # `simkit serve` and `simkit loadgen` (apps/server/): Boost.Beast/Asio (header-only, Debian's
-# libboost1.81-dev; 1.74's Beast lacks what the server uses), SQLite 3 and prometheus-cpp's core
-# library. SIMKIT_SERVER=AUTO builds them when all three are found, ON requires them.
+# libboost1.81-dev; 1.74's Beast lacks what the server uses), SQLite 3, prometheus-cpp's core
+# library, nlohmann-json and yaml-cpp (serve --config). SIMKIT_SERVER=AUTO builds them when all
+# are found, ON requires them.
 set(SIMKIT_SERVER AUTO CACHE STRING
-    "Build the HTTP server and load generator: AUTO (when Boost >= 1.81, SQLite 3 and prometheus-cpp are found), ON or OFF")
+    "Build the HTTP server and load generator: AUTO (when Boost >= 1.81, SQLite 3, prometheus-cpp, nlohmann-json and yaml-cpp are found), ON or OFF")
 set_property(CACHE SIMKIT_SERVER PROPERTY STRINGS AUTO ON OFF)
 set(SIMKIT_HAVE_SERVER FALSE)
 if(SIMKIT_CLI AND NOT SIMKIT_SERVER STREQUAL "OFF")
@@ -22,8 +23,16 @@ if(SIMKIT_CLI AND NOT SIMKIT_SERVER STREQUAL "OFF")
     endif()
   endif()
   find_package(nlohmann_json 3 CONFIG QUIET)
+  # yaml-cpp 0.8 exports yaml-cpp::yaml-cpp; 0.7 (Debian 12) a plain yaml-cpp target.
+  find_package(yaml-cpp CONFIG QUIET)
+  set(SIMKIT_YAML_CPP_TARGET "")
+  if(TARGET yaml-cpp::yaml-cpp)
+    set(SIMKIT_YAML_CPP_TARGET yaml-cpp::yaml-cpp)
+  elseif(TARGET yaml-cpp)
+    set(SIMKIT_YAML_CPP_TARGET yaml-cpp)
+  endif()
   find_package(Threads REQUIRED)
-  if(Boost_FOUND AND SQLite3_FOUND AND prometheus-cpp_FOUND AND nlohmann_json_FOUND)
+  if(Boost_FOUND AND SQLite3_FOUND AND prometheus-cpp_FOUND AND nlohmann_json_FOUND AND SIMKIT_YAML_CPP_TARGET)
     set(SIMKIT_HAVE_SERVER TRUE)
     add_subdirectory(apps/server)
     message(STATUS "simkit: server on (Boost ${Boost_VERSION}, SQLite ${SQLite3_VERSION})")
@@ -40,6 +49,9 @@ if(SIMKIT_CLI AND NOT SIMKIT_SERVER STREQUAL "OFF")
     endif()
     if(NOT nlohmann_json_FOUND)
       list(APPEND _missing nlohmann-json3-dev)
+    endif()
+    if(NOT SIMKIT_YAML_CPP_TARGET)
+      list(APPEND _missing libyaml-cpp-dev)
     endif()
     if(SIMKIT_SERVER STREQUAL "ON")
       message(FATAL_ERROR "SIMKIT_SERVER=ON but these are missing: ${_missing} (scripts/setup.sh installs them)")

@@ -1,13 +1,17 @@
 #include "api.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <span>
+#include <thread>
 
 #include <boost/asio/post.hpp>
 
 #include <simkit/error.hpp>
 
 #include "api_error.hpp"
+#include "log.hpp"
 
 namespace simkit::server {
 
@@ -44,6 +48,55 @@ struct Route {
   std::string label = std::string(method) + " /" + pattern;  // the metrics' route label
 };
 
+// The router's table: what route() matches (in this order) and what route_list() prints for
+// --print-routes, so docs/openapi.yaml is checked against what is actually served.
+std::span<const Route> collection_routes() {
+  static const Route routes[] = {
+      {"GET", "collections", &Api::list_collections},
+      {"POST", "collections/aliases", &Api::update_aliases},
+      {"GET", "aliases", &Api::list_aliases},
+      {"GET", "collections/{name}/aliases", &Api::list_collection_aliases},
+      {"PUT", "collections/{name}", &Api::create_collection},
+      {"GET", "collections/{name}", &Api::get_collection},
+      {"GET", "collections/{name}/exists", &Api::collection_exists},
+      {"DELETE", "collections/{name}", &Api::delete_collection},
+      {"PUT", "collections/{name}/points", &Api::upsert_points},
+      {"POST", "collections/{name}/points", &Api::retrieve_points},
+      {"POST", "collections/{name}/points/delete", &Api::delete_points},
+      {"POST", "collections/{name}/points/scroll", &Api::scroll_points},
+      {"GET", "collections/{name}/points/{id}", &Api::get_point},
+      {"POST", "collections/{name}/points/count", &Api::count_points},
+      {"POST", "collections/{name}/points/payload", &Api::set_payload},
+      {"PUT", "collections/{name}/points/payload", &Api::set_payload},
+      {"POST", "collections/{name}/points/payload/delete", &Api::delete_payload},
+      {"POST", "collections/{name}/points/payload/clear", &Api::delete_payload},
+      {"POST", "collections/{name}/points/search", &Api::search_one},
+      {"POST", "collections/{name}/points/search/batch", &Api::search_batch},
+      {"POST", "collections/{name}/points/query", &Api::query_points},
+      {"POST", "collections/{name}/points/query/batch", &Api::query_batch},
+      {"PUT", "collections/{name}/index", &Api::build_index},
+      {"POST", "collections/{name}/snapshots", &Api::create_snapshot},
+      {"GET", "collections/{name}/snapshots", &Api::list_snapshots},
+      {"PUT", "collections/{name}/snapshots/recover", &Api::recover_snapshot},
+      {"GET", "collections/{name}/snapshots/{snapshot}", &Api::download_snapshot},
+      {"DELETE", "collections/{name}/snapshots/{snapshot}", &Api::delete_snapshot},
+  };
+  return routes;
+}
+
+// Routes outside the collections: one exact path each, GET only, answered whether or not the
+// collections have loaded. `open`: no API key needed, for the probes that load balancers and
+// Kubernetes call without credentials. Their metrics label is the bare path ("/healthz").
+struct FixedRoute {
+  const char* path;
+  bool open;
+  void (Api::*run)(Call&);
+};
+constexpr FixedRoute fixed_routes[] = {
+    {"/", false, &Api::service_info}, {"/healthz", true, &Api::healthz},         {"/livez", true, &Api::livez},
+    {"/readyz", true, &Api::readyz},  {"/metrics", false, &Api::scrape_metrics},
+};
+
 // Seconds since the request's headers were read: the "time" of every answer and its metric.
 double elapsed(const Call& call) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - call.request.received).count();
@@ -60,9 +113,12 @@ void check_collection_name(const std::string& name) {
 }
 
 Api::Api(ApiSettings settings, Metrics& metrics)
-    : settings_(std::move(settings)), metrics_(metrics), pool_(static_cast<size_t>(settings_.blocking_threads)) {
+    : settings_(std::move(settings)), metrics_(metrics), pool_(static_cast<size_t>(settings_.blocking_threads)) {}
+
+int64_t Api::load_collections() {
   fs::create_directories(settings_.data_dir / "collections");
   fs::create_directories(settings_.data_dir / "snapshots");
+  std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator(settings_.data_dir / "collections")) {
     const std::string name = entry.path().filename().string();
     // Leftovers of a create or delete that a crash interrupted.
@@ -70,10 +126,37 @@ Api::Api(ApiSettings settings, Metrics& metrics)
       fs::remove_all(entry.path());
       continue;
     }
-    if (!entry.is_directory()) continue;
-    collections_[name] = Collection::open(name, entry.path(), settings_.collection, metrics_);
+    if (entry.is_directory()) found.push_back(entry.path());
+  }
+  std::sort(found.begin(), found.end());  // the same order at every start: logs compare
+  int64_t loaded = 0;
+  for (const fs::path& dir : found) {
+    // A drain stops the load between collections; one being opened is opened whole (and closed,
+    // saved, at exit like any other).
+    for (auto waited = std::chrono::milliseconds(0); waited < settings_.load_delay && !draining_;
+         waited += std::chrono::milliseconds(10))
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (draining_) return loaded;
+    const std::string name = dir.filename().string();
+    log_line(LogLevel::debug, "collection %s: loading (%lld of %zu)", name.c_str(), static_cast<long long>(loaded + 1),
+             found.size());
+    auto collection = Collection::open(name, dir, settings_.collection, metrics_);
+    {
+      std::lock_guard g(collections_mutex_);
+      collections_[name] = std::move(collection);
+    }
+    ++loaded;
   }
   load_aliases();
+  loading_ = false;
+  return loaded;
+}
+
+std::vector<std::string> Api::route_list() {
+  std::vector<std::string> list;
+  for (const FixedRoute& f : fixed_routes) list.push_back(std::string("GET ") + f.path);
+  for (const Route& r : collection_routes()) list.push_back(r.label);
+  return list;
 }
 
 Api::~Api() { close(); }
@@ -124,56 +207,25 @@ void Api::reply_exception(Call& call) {
 }
 
 void Api::route(Call& call) {
-  static const Route routes[] = {
-      {"GET", "", &Api::service_info},
-      {"GET", "collections", &Api::list_collections},
-      {"POST", "collections/aliases", &Api::update_aliases},
-      {"GET", "aliases", &Api::list_aliases},
-      {"GET", "collections/{name}/aliases", &Api::list_collection_aliases},
-      {"PUT", "collections/{name}", &Api::create_collection},
-      {"GET", "collections/{name}", &Api::get_collection},
-      {"GET", "collections/{name}/exists", &Api::collection_exists},
-      {"DELETE", "collections/{name}", &Api::delete_collection},
-      {"PUT", "collections/{name}/points", &Api::upsert_points},
-      {"POST", "collections/{name}/points", &Api::retrieve_points},
-      {"POST", "collections/{name}/points/delete", &Api::delete_points},
-      {"POST", "collections/{name}/points/scroll", &Api::scroll_points},
-      {"GET", "collections/{name}/points/{id}", &Api::get_point},
-      {"POST", "collections/{name}/points/count", &Api::count_points},
-      {"POST", "collections/{name}/points/payload", &Api::set_payload},
-      {"PUT", "collections/{name}/points/payload", &Api::set_payload},
-      {"POST", "collections/{name}/points/payload/delete", &Api::delete_payload},
-      {"POST", "collections/{name}/points/payload/clear", &Api::delete_payload},
-      {"POST", "collections/{name}/points/search", &Api::search_one},
-      {"POST", "collections/{name}/points/search/batch", &Api::search_batch},
-      {"POST", "collections/{name}/points/query", &Api::query_points},
-      {"POST", "collections/{name}/points/query/batch", &Api::query_batch},
-      {"PUT", "collections/{name}/index", &Api::build_index},
-      {"POST", "collections/{name}/snapshots", &Api::create_snapshot},
-      {"GET", "collections/{name}/snapshots", &Api::list_snapshots},
-      {"PUT", "collections/{name}/snapshots/recover", &Api::recover_snapshot},
-      {"GET", "collections/{name}/snapshots/{snapshot}", &Api::download_snapshot},
-      {"DELETE", "collections/{name}/snapshots/{snapshot}", &Api::delete_snapshot},
-  };
   const HttpRequest& r = call.request;
-  if (r.path == "/healthz") {
-    call.route = "/healthz";
-    if (r.method != "GET") return reply_error(call, 405, "use GET /healthz");
-    return reply(call, draining_ ? 503 : 200, {{"result", draining_ ? "draining" : "ok"}});
-  }
+  const FixedRoute* fixed = nullptr;
+  for (const FixedRoute& f : fixed_routes)
+    if (r.path == f.path) fixed = &f;
+  const auto run_fixed = [&](const FixedRoute& f) {
+    call.route = f.path;
+    if (r.method != "GET") return reply_error(call, 405, std::string("use GET ") + f.path);
+    (this->*f.run)(call);
+  };
+  if (fixed && fixed->open) return run_fixed(*fixed);
   if (!authorized(r)) {
     call.route = "unauthorized";
     return reply_error(call, 401,
                        "missing or wrong API key (send the header 'api-key: KEY' or 'Authorization: Bearer KEY')");
   }
-  if (r.path == "/metrics") {
-    call.route = "/metrics";
-    if (r.method != "GET") return reply_error(call, 405, "use GET /metrics");
-    return answer(call, 200, metrics_.scrape(), {{"Content-Type", "text/plain; version=0.0.4"}});
-  }
+  if (fixed) return run_fixed(*fixed);
   const std::vector<std::string> parts = split_path(r.path);
   bool path_known = false;
-  for (const Route& route : routes) {
+  for (const Route& route : collection_routes()) {
     const std::vector<std::string>& pattern = route.segments;
     if (pattern.size() != parts.size()) continue;
     std::vector<std::string> params;
@@ -189,6 +241,12 @@ void Api::route(Call& call) {
     if (r.method != route.method) continue;
     call.route = route.label;
     call.params = std::move(params);
+    // Listening starts before the collections are open (server.cpp): until they are, every
+    // collection route would answer from a partial list, so none answers.
+    if (loading_)
+      return reply_error(call, 503,
+                         "the server is loading its collections (GET /readyz answers 200 once it has); retry shortly",
+                         {{"Retry-After", "1"}});
     if (!call.params.empty()) check_collection_name(call.params[0]);
     return (this->*route.run)(call);
   }
@@ -197,11 +255,28 @@ void Api::route(Call& call) {
   reply_error(call, 404, "no route for " + r.method + " " + simkit::quoted(r.path, 200) + " (see docs/API.md)");
 }
 
+// The probes. /healthz is the original one (200 until a drain begins); /livez and /readyz are
+// Kubernetes' pair: alive whenever the process answers at all, ready only while it can serve
+// every collection.
+void Api::healthz(Call& call) { reply(call, draining_ ? 503 : 200, {{"result", draining_ ? "draining" : "ok"}}); }
+
+void Api::livez(Call& call) { reply(call, 200, {{"result", "ok"}}); }
+
+void Api::readyz(Call& call) {
+  if (draining_) return reply_error(call, 503, "draining");
+  if (loading_) return reply_error(call, 503, "loading collections", {{"Retry-After", "1"}});
+  reply(call, 200, {{"result", "ok"}});
+}
+
+void Api::scrape_metrics(Call& call) {
+  answer(call, 200, metrics_.scrape(), {{"Content-Type", "text/plain; version=0.0.4"}});
+}
+
 void Api::answer(Call& call, unsigned status, std::string body,
                  std::vector<std::pair<std::string, std::string>> headers) {
   const double seconds = elapsed(call);
   metrics_.request(call.route.empty() ? "unknown" : call.route, status, seconds);
-  HttpResponse response{status, std::move(body), "application/json", std::move(headers)};
+  HttpResponse response{status, std::move(body), "application/json", std::move(headers), call.route};
   for (auto it = response.headers.begin(); it != response.headers.end();)
     if (it->first == "Content-Type") {
       response.content_type = it->second;

@@ -40,6 +40,9 @@ struct ApiSettings {
   std::chrono::milliseconds timeout{10000};  // a search's longest wait; ?timeout= may lower it
   int64_t max_pending_writes = 4096;         // writes queued for the pool beyond this get a 503
   int blocking_threads = 4;
+  /// Test-only (SIMKIT_TEST_LOAD_DELAY_MS): each collection's load waits this long first, so
+  /// that tests can watch /readyz and send SIGTERM while collections are loading.
+  std::chrono::milliseconds load_delay{0};
 };
 
 /// A matched request: the route's template, its path parameters, and how to answer.
@@ -52,14 +55,23 @@ struct Call {
 
 class Api {
  public:
-  /// Opens every collection under data_dir/collections (creating the folders if needed).
+  /// Opens nothing yet: until load_collections() returns, every route but the probes and
+  /// /metrics answers 503 "loading collections" with Retry-After.
   Api(ApiSettings settings, Metrics& metrics);
   ~Api();
+  /// Opens every collection under data_dir/collections (creating the folders if needed) and
+  /// returns how many; meant for a thread of its own while the server already listens. Stops
+  /// early, between collections, once draining; then the server stays "loading" until it exits.
+  int64_t load_collections();
+  bool loading() const noexcept { return loading_; }
   void handle(HttpRequest&& request, Responder respond);
   /// Closes every collection (runs queued searches, saves indexes). Called once, at shutdown.
   void close();
   bool draining() const noexcept { return draining_; }
   void set_draining() noexcept { draining_ = true; }
+  /// Every route the router serves, "METHOD /pattern" (`simkit serve --print-routes`; the
+  /// router reads the same table, and tests/server/test_openapi.py holds docs/openapi.yaml to it).
+  static std::vector<std::string> route_list();
 
   // --- used by the route files (api_collections.cpp, api_points.cpp) ---
   void reply(Call& call, unsigned status, nlohmann::json body);
@@ -73,6 +85,11 @@ class Api {
   const ApiSettings& settings() const noexcept { return settings_; }
   Metrics& metrics() noexcept { return metrics_; }
 
+  // Routes: the probes, unauthenticated, and /metrics (api.cpp).
+  void healthz(Call& call);
+  void livez(Call& call);
+  void readyz(Call& call);
+  void scrape_metrics(Call& call);
   // Routes: collections and snapshots (api_collections.cpp).
   void service_info(Call& call);
   void list_collections(Call& call);
@@ -134,6 +151,7 @@ class Api {
   boost::asio::thread_pool pool_;
   std::atomic<int64_t> pending_writes_{0};
   std::atomic<bool> draining_{false};
+  std::atomic<bool> loading_{true};  // until load_collections() has opened every collection
 };
 
 /// Collection names: 1-64 of [A-Za-z0-9_-], starting with a letter or digit, so that a name is

@@ -50,6 +50,7 @@ void Api::load_aliases() {
   std::ifstream in(file);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (!j.is_object()) throw Error(ErrorCode::io, file.string() + " is damaged (not a JSON object)");
+  std::lock_guard g(collections_mutex_);
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it->is_string() && collections_.count(it->get<std::string>())) aliases_[it.key()] = it->get<std::string>();
 }

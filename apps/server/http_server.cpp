@@ -48,12 +48,23 @@ std::string unsupported_coding(const http::request_header<>& h) {
   return "";
 }
 
+// The peer as the access log shows it: "10.0.0.7:53211", "[::1]:53211".
+std::string peer_of(const tcp::socket& socket) {
+  beast::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return "unknown";
+  const std::string address = peer.address().to_string();
+  return (peer.address().is_v6() ? "[" + address + "]" : address) + ":" + std::to_string(peer.port());
+}
+
+constexpr const char* kRefusedRoute = "refused before routing";  // the metrics' label too
+
 }  // namespace
 
 class HttpServer::Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, asio::io_context& io, HttpServer& server)
-      : stream_(std::move(socket)), io_(io), server_(server) {}
+      : client_(server.limits_.answered ? peer_of(socket) : ""), stream_(std::move(socket)), io_(io), server_(server) {}
   ~Session() {
     std::lock_guard g(server_.sessions_mutex_);
     server_.sessions_.erase(this);
@@ -63,8 +74,12 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this(), reject] {
       if (reject) {
         self->closing_ = true;
-        self->write(
-            {503, error_body("too many open connections; retry later"), "application/json", {{"Retry-After", "1"}}});
+        self->received_ = std::chrono::steady_clock::now();
+        self->write({503,
+                     error_body("too many open connections; retry later"),
+                     "application/json",
+                     {{"Retry-After", "1"}},
+                     kRefusedRoute});
       } else {
         self->read();
       }
@@ -82,6 +97,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
  private:
   void read() {
+    method_.clear();  // what the access log says of a request refused before its line is read
+    target_.clear();
     parser_.emplace();
     parser_->body_limit(server_.limits_.max_body_bytes);
     parser_->header_limit(64 * 1024);
@@ -97,6 +114,10 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     if (!stream_.socket().is_open()) return;
     in_request_ = true;
     received_ = std::chrono::steady_clock::now();
+    if (server_.limits_.answered) {
+      method_ = std::string(parser_->get().method_string());
+      target_ = std::string(parser_->get().target());
+    }
     // Refuse an oversized body from its Content-Length, before reading any of it.
     if (const auto length = parser_->content_length(); length && *length > server_.limits_.max_body_bytes)
       return refuse(413, "request body of " + std::to_string(*length) + " bytes exceeds the limit of " +
@@ -150,9 +171,17 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void refuse(unsigned status, const std::string& message) {
     if (server_.limits_.refused) server_.limits_.refused(status);
+    if (!in_request_) received_ = std::chrono::steady_clock::now();  // its headers were never read
+    // Beast refuses a too large Content-Length (413) or headers (431) while it parses them, after
+    // the request line: the access log can still say what the request was. A malformed request
+    // (400) may have stopped anywhere in that line, so it is logged without one.
+    if (server_.limits_.answered && method_.empty() && parser_ && status != 400) {
+      method_ = std::string(parser_->get().method_string());
+      target_ = std::string(parser_->get().target());
+    }
     closing_ = true;
     busy_ = true;
-    write({status, error_body(message), "application/json", {}});
+    write({status, error_body(message), "application/json", {}, kRefusedRoute});
   }
 
   void write(HttpResponse&& r) {
@@ -162,6 +191,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     response_.set(http::field::server, "simkit");
     response_.set(http::field::content_type, r.content_type);
     for (auto& [name, value] : r.headers) response_.set(name, value);
+    answered_route_ = std::move(r.route);
     response_.body() = std::move(r.body);
     const bool keep = keep_alive_ && !closing_;
     response_.keep_alive(keep);
@@ -169,9 +199,24 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(server_.limits_.request_timeout);
     http::async_write(stream_, response_, [self = shared_from_this(), keep](beast::error_code ec, size_t) {
       self->busy_ = false;
+      self->report();
       if (ec || !keep || self->closing_) return self->close();
       self->read();
     });
+  }
+
+  // The answer is written (or its write failed: the client went away): tell the access log.
+  void report() {
+    if (!server_.limits_.answered) return;
+    Exchange e;
+    e.client = client_;
+    e.method = method_;
+    e.target = target_;
+    e.status = response_.result_int();
+    e.bytes = response_.body().size();
+    e.took = std::chrono::steady_clock::now() - received_;
+    e.route = answered_route_.empty() ? "unknown" : answered_route_;
+    server_.limits_.answered(e);
   }
 
   void close() {
@@ -180,6 +225,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     stream_.socket().close(ignored);
   }
 
+  const std::string client_;  // the peer's address (only when there is an access log)
   beast::tcp_stream stream_;
   asio::io_context& io_;  // the one thread that runs every handler of this connection
   beast::flat_buffer buffer_;
@@ -187,6 +233,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> response_;
   HttpServer& server_;
   std::chrono::steady_clock::time_point received_;
+  std::string method_, target_;  // of the request being answered (only when there is an access log)
+  std::string answered_route_;   // the handler's label of the response being written
   bool keep_alive_ = false;
   bool busy_ = false;
   bool closing_ = false;

@@ -38,6 +38,19 @@ struct HttpResponse {
   std::string body;  // JSON unless content_type says otherwise
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string route;  // the handler's label of the request, for the access log (not sent)
+};
+
+/// One request and its answer as the transport saw them, once the answer is written: what the
+/// access log records (access_log.hpp).
+struct Exchange {
+  std::string client;  // the peer, "127.0.0.1:53211" or "[::1]:53211"
+  std::string method;  // empty when the request line was never read (a malformed request, 503 at accept)
+  std::string target;  // path and query as sent, not decoded
+  unsigned status = 0;
+  size_t bytes = 0;                          // of the response body
+  std::chrono::steady_clock::duration took;  // from the headers read (or the accept) to the answer written
+  std::string route;                         // HttpResponse::route; "refused before routing" for the transport's own
 };
 
 using Responder = std::function<void(HttpResponse&&)>;
@@ -51,6 +64,9 @@ struct HttpLimits {
   /// Called when a request is refused before the handler sees it (413, 400, 503 at accept),
   /// with the status: the API counts these in its metrics.
   std::function<void(unsigned)> refused;
+  /// Called on the connection's I/O thread after each answer is written, refusals included
+  /// (--access-log); must not block. Unset: nothing is gathered.
+  std::function<void(const Exchange&)> answered;
 };
 
 class HttpServer {

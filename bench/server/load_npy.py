@@ -18,6 +18,8 @@ import urllib.parse
 
 import numpy as np
 
+from serve_ready import wait_ready
+
 
 def request(conn, method, path, body, key):
     headers = {"Content-Type": "application/json"}
@@ -35,6 +37,7 @@ def upload(url, collection, X, texts=None, distance="Cosine", batch=1000, api_ke
     texts is given. progress(done, n) is called after each request. Returns the points count the
     server then reports. SystemExit with the server's answer when a request is refused."""
     n = X.shape[0]
+    wait_ready(url)
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
     base = f"/collections/{collection}"

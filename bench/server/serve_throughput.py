@@ -30,6 +30,8 @@ import tempfile
 import time
 import urllib.request
 
+from serve_ready import wait_ready
+
 
 def metric(url, name):
     text = urllib.request.urlopen(url + "/metrics", timeout=30).read().decode()
@@ -55,6 +57,7 @@ def start_server(simkit, data_dir, device, extra):
     if not m:
         proc.kill()
         sys.exit(f"serve_throughput: the server did not start: {line!r}; log {err.name}")
+    wait_ready(m.group(1))  # it listens first, then loads the collection: measure once it has
     return proc, m.group(1), err.name
 
 

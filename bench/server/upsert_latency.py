@@ -48,6 +48,7 @@ import threading
 import time
 
 import numpy as np
+from serve_ready import wait_ready
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTION = "writes"
@@ -115,6 +116,7 @@ def start_server(args, data_dir):
         while time.monotonic() < deadline:
             m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(out_path, errors="replace").read())
             if m:
+                wait_ready(f"http://127.0.0.1:{m.group(1)}", args.start_timeout)  # loading follows listening
                 return proc, int(m.group(1)), err_path
             if proc.poll() is not None:
                 break

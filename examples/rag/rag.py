@@ -137,6 +137,7 @@ def main() -> None:
         sys.exit(f"rag: {args.data} has no docs.tsv (point --data at the WordNet folder)")
 
     server = Server(args.url, args.api_key)
+    load_npy.wait_ready(args.url)  # a server just started is still loading its collections
     ensure_loaded(server, args.collection, args.data)
 
     questions: list[str] = []

@@ -2,8 +2,11 @@
 
 Every test starts its own servers through `serve(...)`: `simkit serve --data-dir TMP --port 0
 --device cpu [extra args]` on loopback, the port read from the "listening on http://HOST:PORT"
-line. At the end of the test each server still running gets SIGTERM and must exit with status
-0 (a clean drain); a test may stop(), kill() (SIGKILL) and restart() one itself.
+line. The server listens before its collections are open, so start() (and restart()) then waits
+until GET /readyz answers 200: a test's server has its collections (serve(..., wait_ready=False)
+returns at "listening" instead, for tests of the loading itself). At the end of the test each
+server still running gets SIGTERM and must exit with status 0 (a clean drain); a test may stop(),
+kill() (SIGKILL) and restart() one itself. serve(..., env={...}) adds environment variables.
 
 The binary is $SIMKIT_CLI (CTest sets it to the build's simkit). Inputs are fresh random
 numbers on every run; the seed is printed (pytest shows it when a test fails) and
@@ -28,7 +31,7 @@ import numpy as np
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-START_TIMEOUT_S = 60.0  # a restart loads every collection before it listens
+START_TIMEOUT_S = 60.0  # to "listening", and again to ready: a restart loads every collection
 STOP_TIMEOUT_S = 60.0
 
 
@@ -125,19 +128,22 @@ class Client:
 class Server:
     """One `simkit serve` process on a data directory; restart() reuses the directory."""
 
-    def __init__(self, data_dir: pathlib.Path, log_dir: pathlib.Path, args: list[str], api_key: str | None) -> None:
+    def __init__(self, data_dir: pathlib.Path, log_dir: pathlib.Path, args: list[str], api_key: str | None,
+                 env: dict[str, str] | None = None, wait_ready: bool = True) -> None:
         self.data_dir = data_dir
         self.log_dir = log_dir
         self.args = args
         self.api_key = api_key
+        self.env = dict(env or {})  # added to this process's environment at each start
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.starts = 0
         self.clients: list[Client] = []
-        self.start()
+        self.start(wait_ready=wait_ready)
 
     # --- lifecycle ---
-    def start(self) -> None:
+    def start(self, wait_ready: bool = True) -> None:
+        """Starts the process and returns once it listens and, with wait_ready, once /readyz is 200."""
         assert self.proc is None, "already running"
         self.starts += 1
         self.stdout_path = self.log_dir / f"serve-{self.starts}.out"
@@ -147,12 +153,14 @@ class Server:
             cmd += ["--api-key", self.api_key]
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=_die_with_parent, env={**os.environ, **self.env})
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.stdout_path.read_text())
             if m:
                 self.port = int(m.group(1))
+                if wait_ready:
+                    self.wait_ready()
                 return
             if self.proc.poll() is not None:
                 raise AssertionError(f"simkit serve exited with {self.proc.returncode}: {self.stderr()}")
@@ -161,6 +169,29 @@ class Server:
                 self.proc.wait()
                 raise AssertionError(f"simkit serve did not listen within {START_TIMEOUT_S} s: {self.stderr()}")
             time.sleep(0.01)
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Polls GET /readyz (a fresh connection each time, closed) until it answers 200."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        while True:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"simkit serve exited with {self.proc.returncode} before ready: {self.stderr()}")
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            try:
+                conn.request("GET", "/readyz", headers={"Connection": "close"})
+                r = conn.getresponse()
+                last = f"{r.status} {r.read()[:200]!r}"
+                if r.status == 200:
+                    return
+            except (OSError, http.client.HTTPException) as e:
+                last = repr(e)
+            finally:
+                conn.close()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"simkit serve not ready within {timeout} s (last /readyz: {last}): {self.stderr()}")
+            time.sleep(0.02)
 
     @property
     def pid(self) -> int:
@@ -207,11 +238,11 @@ class Server:
         self.proc = None
         self._close_clients()
 
-    def restart(self) -> None:
+    def restart(self, wait_ready: bool = True) -> None:
         if self.running():
             self.stop()
         self.proc = None
-        self.start()
+        self.start(wait_ready=wait_ready)
 
     def _close_clients(self) -> None:
         for c in self.clients:
@@ -245,11 +276,13 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
 
 @pytest.fixture
 def serve(tmp_path: pathlib.Path) -> Iterator[Any]:
-    """serve(*args, api_key=None, data_dir=None) -> a running Server; stopped (SIGTERM, status 0) at the end."""
+    """serve(*args, api_key=None, data_dir=None, device="cpu", env=None, wait_ready=True) -> a running Server;
+    stopped (SIGTERM, status 0) at the end."""
     servers: list[Server] = []
     count = [0]
 
-    def make(*args: str, api_key: str | None = None, data_dir: pathlib.Path | None = None, device: str = "cpu") -> Server:
+    def make(*args: str, api_key: str | None = None, data_dir: pathlib.Path | None = None, device: str = "cpu",
+             env: dict[str, str] | None = None, wait_ready: bool = True) -> Server:
         count[0] += 1
         root = tmp_path / f"server{count[0]}"
         logs = root / "logs"
@@ -257,7 +290,7 @@ def serve(tmp_path: pathlib.Path) -> Iterator[Any]:
         extra = list(args)
         if device:
             extra += ["--device", device]
-        s = Server(data_dir or root / "data", logs, extra, api_key)
+        s = Server(data_dir or root / "data", logs, extra, api_key, env=env, wait_ready=wait_ready)
         servers.append(s)
         return s
 
