@@ -91,6 +91,7 @@ void Api::update_aliases(Call& call) {
       const nlohmann::json& v = a.begin().value();
       if (!v.is_object()) bad_request(at + "." + kind + " must be an object");
       if (kind == "create_alias") {
+        check_fields(v, {"collection_name", "alias_name"}, at + "." + kind);
         const std::string target = name_field(v, "collection_name", at + "." + kind);
         const std::string alias = name_field(v, "alias_name", at + "." + kind);
         std::lock_guard g(collections_mutex_);
@@ -98,9 +99,11 @@ void Api::update_aliases(Call& call) {
         if (collections_.count(alias)) bad_request(at + ": '" + alias + "' is a collection's name");
         next[alias] = target;  // as Qdrant: an existing alias is moved
       } else if (kind == "delete_alias") {
+        check_fields(v, {"alias_name"}, at + "." + kind);
         const std::string alias = name_field(v, "alias_name", at + "." + kind);
         if (!next.erase(alias)) throw ApiError(404, "alias '" + alias + "' does not exist");
       } else if (kind == "rename_alias") {
+        check_fields(v, {"old_alias_name", "new_alias_name"}, at + "." + kind);
         const std::string from = name_field(v, "old_alias_name", at + "." + kind);
         const std::string to = name_field(v, "new_alias_name", at + "." + kind);
         auto it = next.find(from);

@@ -187,6 +187,16 @@ def test_points_refused(fx: Fixture) -> None:
     fx.expect("POST", "/collections/e/points/payload/delete", {"points": [100]}, words=("keys is required",))
     fx.expect("POST", "/collections/e/points/payload/delete", {"points": [100], "keys": "a"}, words=("keys",))
     fx.expect("POST", "/collections/e/points/payload/clear", {"points": [100], "keys": ["a"]}, words=("unknown field 'keys'",))
+    # Aliases.
+    al = "/collections/aliases"
+    fx.expect("POST", al, {"actions": [{"create_alias": {"collection_name": "e", "alias": "x"}}]},
+              words=("actions[0].create_alias", "unknown field 'alias'"))
+    fx.expect("POST", al, {"actions": [{"create_alias": {"collection_name": "nope", "alias_name": "x"}}]}, status=404,
+              words=("nope",))
+    fx.expect("POST", al, {"actions": [{"drop_alias": {"alias_name": "x"}}]}, words=("unknown action",))
+    fx.expect("POST", al, {"actions": [{"create_alias": {"collection_name": "e", "alias_name": "ok"}},
+                                       {"delete_alias": {"alias_name": "never"}}]}, status=404, words=("never",))
+    assert fx.c.ok("GET", "/aliases") == {"aliases": []}  # all or none: the first action was not kept
     fx.expect("POST", "/collections/e/points", {"ids": ["100"]}, words=("unsigned integer",))
     fx.expect("POST", "/collections/e/points", {"ids": [100], "with_payload": "yes"}, words=("with_payload", "a list of keys"))
     fx.expect("POST", "/collections/e/points/scroll", {"offset": -1}, words=("offset", ">= 0"))
@@ -329,7 +339,7 @@ def test_collections_refused(fx: Fixture) -> None:
 def test_routes_and_methods(fx: Fixture) -> None:
     status, _, info = fx.c.get("/")  # Qdrant's service info, at the top level as Qdrant answers it
     assert status == 200 and info["version"].count(".") == 2 and info["title"].startswith("simkit"), info
-    fx.expect("POST", "/", {}, status=405, words=("not allowed",))
+    fx.expect("POST", "/", {}, status=405, words=("use GET /",))
     fx.expect("GET", "/collection", status=404, words=("no route",))
     fx.expect("GET", "/collections/e/points/1/extra", status=404, words=("no route",))
     fx.expect("POST", "/collections/e/points/search/batch/x", {}, status=404, words=("no route",))
