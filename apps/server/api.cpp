@@ -136,7 +136,7 @@ void Api::route(Call& call) {
       {"GET", "collections/{name}/points/{id}", &Api::get_point},
       {"POST", "collections/{name}/points/search", &Api::search_one},
       {"POST", "collections/{name}/points/search/batch", &Api::search_batch},
-      {"PUT", "collections/{name}/index", &Api::build_index},
+      {"PUT", "collections/{name}/vector_index", &Api::build_index},
       {"POST", "collections/{name}/snapshots", &Api::create_snapshot},
       {"GET", "collections/{name}/snapshots", &Api::list_snapshots},
       {"PUT", "collections/{name}/snapshots/recover", &Api::recover_snapshot},

@@ -116,7 +116,7 @@ def test_unknown_fields(fx: Fixture) -> None:
     fx.expect("POST", "/collections/e/points", {"ids": [100], "with_vectors": True}, words=("unknown field 'with_vectors'",))
     fx.expect("POST", "/collections/e/points/delete", {"points": [100], "filter": {}}, words=("unknown field 'filter'",))
     fx.expect("POST", "/collections/e/points/scroll", {"limit": 3, "filter": {}}, words=("unknown field 'filter'",))
-    fx.expect("PUT", "/collections/e/index", {"index": "flat", "nlist": 3}, words=("unknown field 'nlist'",))
+    fx.expect("PUT", "/collections/e/vector_index", {"index": "flat", "nlist": 3}, words=("unknown field 'nlist'",))
     fx.expect("PUT", "/collections/e/snapshots/recover", {"location": "x.snapshot", "checksum": "0"},
               words=("unknown field 'checksum'",))
 
@@ -245,7 +245,7 @@ def test_collections_refused(fx: Fixture) -> None:
         ("GET", "/collections/nope/points/1", None),
         ("POST", "/collections/nope/points/search", {"vector": GOOD}),
         ("POST", "/collections/nope/points/search/batch", {"searches": [{"vector": GOOD}]}),
-        ("PUT", "/collections/nope/index", {"index": "flat"}),
+        ("PUT", "/collections/nope/vector_index", {"index": "flat"}),
         ("POST", "/collections/nope/snapshots", None),
         ("GET", "/collections/nope/snapshots", None),
         ("PUT", "/collections/nope/snapshots/recover", {"location": "nope-1.snapshot"}),
@@ -284,8 +284,8 @@ def test_collections_refused(fx: Fixture) -> None:
     fx.expect("PUT", "/collections/e", {"vectors": {"size": 8, "distance": "Dot"}}, status=409, words=("already exists",))
     # A bad index description for an existing collection: refused at once, its config unchanged.
     for desc, words in [("diskann", ("diskann",)), ("ivf_flat,nlist=-3", ("nlist",)), ("ivf_flat,nprobe=x", ("nprobe",))]:
-        fx.expect("PUT", "/collections/e/index", {"index": desc}, words=words)
-    fx.expect("PUT", "/collections/e/index", {"index": ["flat"]}, words=("index must be an index description",))
+        fx.expect("PUT", "/collections/e/vector_index", {"index": desc}, words=words)
+    fx.expect("PUT", "/collections/e/vector_index", {"index": ["flat"]}, words=("index must be an index description",))
     # Nothing was created outside the data directory either (unchanged() compares its parent too).
     assert not (fx.s.data_dir.parent / "etc").exists()
     # The longest valid name is a collection like any other.
@@ -302,7 +302,7 @@ def test_routes_and_methods(fx: Fixture) -> None:
     for method, path in [
         ("DELETE", "/collections"), ("POST", "/collections/e"), ("PATCH", "/collections/e"),
         ("PUT", "/collections/e/points/search"), ("DELETE", "/collections/e/points/100"),
-        ("POST", "/collections/e/index"), ("DELETE", "/collections/e/snapshots"),
+        ("POST", "/collections/e/vector_index"), ("DELETE", "/collections/e/snapshots"),
         ("POST", "/collections/e/snapshots/recover"),
     ]:
         fx.expect(method, path, {}, status=405, words=(method, "not allowed"))
@@ -409,7 +409,7 @@ def test_api_key(serve: Any, rng: np.random.Generator) -> None:
         ("GET", "/collections/e/points/100", None),
         ("POST", "/collections/e/points/search", {"vector": GOOD}),
         ("POST", "/collections/e/points/search/batch", {"searches": [{"vector": GOOD}]}),
-        ("PUT", "/collections/e/index", {"index": "ivf_flat,nlist=2"}),
+        ("PUT", "/collections/e/vector_index", {"index": "ivf_flat,nlist=2"}),
         ("POST", "/collections/e/snapshots", None),
         ("GET", "/collections/e/snapshots", None),
         ("PUT", "/collections/e/snapshots/recover", {"location": snap}),
