@@ -8,6 +8,7 @@
 #include <simkit/error.hpp>
 
 #include "api_error.hpp"
+#include "request_json.hpp"
 
 namespace simkit::server {
 
@@ -57,6 +58,13 @@ void check_collection_name(const std::string& name) {
   if (!ok)
     bad_request("invalid collection name " + simkit::quoted(name) +
                 ": use 1-64 letters, digits, '_' or '-', starting with a letter or digit");
+}
+
+bool wait_param(const Call& call) {
+  const std::string w = query_param(call.request.query, "wait");
+  if (w.empty() || w == "true") return true;
+  if (w == "false") return false;
+  bad_request("wait must be true or false (got " + simkit::quoted(w) + ")");
 }
 
 Api::Api(ApiSettings settings, Metrics& metrics)
@@ -137,6 +145,8 @@ void Api::route(Call& call) {
       {"POST", "collections/{name}/points/search", &Api::search_one},
       {"POST", "collections/{name}/points/search/batch", &Api::search_batch},
       {"PUT", "collections/{name}/vector_index", &Api::build_index},
+      {"PUT", "collections/{name}/index", &Api::create_payload_index},
+      {"DELETE", "collections/{name}/index/{field_name}", &Api::delete_payload_index},
       {"POST", "collections/{name}/snapshots", &Api::create_snapshot},
       {"GET", "collections/{name}/snapshots", &Api::list_snapshots},
       {"PUT", "collections/{name}/snapshots/recover", &Api::recover_snapshot},

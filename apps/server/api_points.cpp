@@ -49,13 +49,6 @@ Clock::time_point deadline_of(const Call& call, std::chrono::milliseconds server
   return call.request.received + limit;
 }
 
-bool wait_param(const Call& call) {
-  const std::string w = query_param(call.request.query, "wait");
-  if (w.empty() || w == "true") return true;
-  if (w == "false") return false;
-  bad_request("wait must be true or false (got " + simkit::quoted(w) + ")");
-}
-
 }  // namespace
 
 void Api::upsert_points(Call& call) {

@@ -1,6 +1,7 @@
 #pragma once
 // One collection: its durable points (PointStore), the in-memory index built from them, the
-// payloads the filters and results read, and the batcher its searches go through.
+// payloads the filters and results read, the payload indexes the filters look values up in
+// (payload_index.hpp), and the batcher its searches go through.
 //
 // Order of a write: the writer mutex serialises writes; the points are committed to SQLite
 // (durable), then applied to the index and payloads under the state lock, then acknowledged.
@@ -13,7 +14,8 @@
 // Opening loads the saved index and replays what the database recorded after its sequence
 // number (upserts are remove + add, deletes ignore absent ids, so replaying is idempotent); when
 // there is no usable index file, a flat index is built from the points, and a configured
-// ivf_flat is rebuilt in the background.
+// ivf_flat is rebuilt in the background. The payload indexes are rebuilt from the points at
+// every opening (the fields indexed are in the database: PointStore::payload_indexes).
 
 #include <atomic>
 #include <cstdint>
@@ -34,7 +36,9 @@
 
 #include "batcher.hpp"
 #include "filter.hpp"
+#include "filter_eval.hpp"
 #include "metrics.hpp"
+#include "payload_index.hpp"
 #include "point_store.hpp"
 
 namespace simkit::server {
@@ -95,6 +99,20 @@ class Collection {
     return store_->scroll(from, limit, with_vector);
   }
 
+  /// The ids (ascending) of the points matching `f`, at one moment (the state lock held shared):
+  /// what searches pass to the index as their allow-list, and what count, scroll and delete by
+  /// filter read.
+  std::vector<int64_t> matching_ids(const Filter& f);
+  /// How has_id's point ids map to this collection's ids (integers are themselves).
+  IdResolver id_resolver() const;
+
+  /// PUT /collections/{name}/index: indexes the payload field `field` (a path) as `schema`
+  /// says, replacing an index of the field, and records it durably. Searches continue while it
+  /// builds; writes wait. Returns the operation's number (the collection's sequence number).
+  int64_t create_payload_index(const JsonPath& field, const FieldSchema& schema);
+  /// DELETE /collections/{name}/index/{field}: drops the field's index (none: nothing to do).
+  int64_t delete_payload_index(const JsonPath& field);
+
   /// Starts building an index of `description` from the stored points in the background and
   /// swaps it in when ready. ApiError(409) while another build runs; 400 for a bad description.
   void build_index(const std::string& description);
@@ -113,7 +131,14 @@ class Collection {
   /// An index of `description` over every stored point; `payloads`, when given, is filled in
   /// the same pass.
   std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq,
-                                          std::unordered_map<int64_t, std::string>* payloads = nullptr);
+                                          std::unordered_map<int64_t, std::string>* payloads = nullptr,
+                                          std::vector<int64_t>* ids_out = nullptr);
+  /// Builds the payload indexes the store names over payloads_ (at load).
+  void load_payload_indexes();
+  /// A point's payload text, "" for none (under the state lock).
+  std::string_view payload_of(int64_t id) const;
+  /// The payload indexes follow a write; before payloads_ changes (it reads the old texts).
+  void index_payloads(const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted);
   void apply(Index& index, const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted) const;
   void save_index();
   void run_batch(std::vector<Queued<SearchJob>>& batch);
@@ -134,6 +159,7 @@ class Collection {
   mutable std::shared_mutex state_;  // index_ and payloads_: shared by searches, exclusive for writes
   std::shared_ptr<Index> index_;
   std::unordered_map<int64_t, std::string> payloads_;  // compact JSON text (payload.hpp)
+  PayloadIndexes payload_indexes_;                     // live ids and indexed fields
   int64_t index_seq_ = 0;                              // the database's sequence number the index reflects
   int64_t saved_seq_ = -1;                             // the sequence number of the index file on disk
 

@@ -347,6 +347,18 @@ ChangesSince PointStore::changes_since(int64_t seq) {
   return c;
 }
 
+std::string PointStore::payload_indexes() {
+  std::lock_guard g(reader_mutex_);
+  Statement m(reader_, "SELECT value FROM meta WHERE key = 'payload_indexes'");
+  return m.step() ? m.text(0) : std::string();
+}
+
+void PointStore::set_payload_indexes(const std::string& json_text) {
+  Transaction t(writer_);
+  set_meta(writer_, "payload_indexes", json_text);
+  t.commit();
+}
+
 SavedIndex PointStore::saved_index() {
   std::lock_guard g(reader_mutex_);
   SavedIndex s;

@@ -4,7 +4,8 @@
 // the collection's sequence number, so a crash leaves either the whole request or none of it,
 // and an index saved at sequence S plus "what changed after S" is the current state.
 //
-//   meta(key, value)             format, dim, distance, index description, seq, saved index
+//   meta(key, value)             format, dim, distance, index description, seq, saved index,
+//                                payload_indexes (the indexed fields, JSON: {"lang": "keyword"})
 //   points(id, seq, vector, payload)   vector: dim float32 (little-endian); payload: JSON text
 //   deleted(id, seq)             ids deleted after the saved index, for its replay
 //
@@ -78,6 +79,11 @@ class PointStore {
   /// Every point, in id order, read in one transaction; returns the sequence number it is at.
   int64_t read_all(const std::function<void(StoredPoint&&)>& visit, bool with_vector);
   ChangesSince changes_since(int64_t seq);
+
+  /// The payload indexes' definitions as JSON text ({"field": field_schema, ...}; "" for none).
+  std::string payload_indexes();
+  /// Records them durably (PUT and DELETE .../index); a restart rebuilds the indexes from them.
+  void set_payload_indexes(const std::string& json_text);
 
   SavedIndex saved_index();
   /// Records that `file` holds the index at `seq`; forgets deletions at or before it.

@@ -150,8 +150,8 @@ SearchQuery parse_search(const nlohmann::json& body, int64_t dim, int64_t max_li
     bad_request(where +
                 ".with_vector: searches return ids, scores and payloads; read vectors with GET .../points/{id}");
   if (body.contains("filter") && !body["filter"].is_null()) {
-    q.filter = parse_filter(body["filter"]);
-    if (q.filter->must.empty()) q.filter.reset();  // no condition: every point
+    q.filter = parse_filter(body["filter"], where + ".filter");
+    if (q.filter->empty()) q.filter.reset();  // no condition: every point
   }
   if (body.contains("params") && !body["params"].is_null()) {
     const nlohmann::json& params = body["params"];

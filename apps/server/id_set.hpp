@@ -1,0 +1,63 @@
+#pragma once
+// Sets of point ids as sorted vectors without repeats: what a filter evaluates to (the index's
+// allow-list, SearchParams::allowed, is one) and what a payload index keeps per value. Set
+// operations are merges; a write changes a set in one merge per batch, never an insert per id
+// (a million-id set moved once per id would cost seconds).
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <vector>
+
+namespace simkit::server {
+
+using Ids = std::vector<int64_t>;
+
+inline Ids intersect(const Ids& a, const Ids& b) {
+  Ids out;
+  // A small set against a large one: look each up instead of walking both.
+  const Ids& small = a.size() <= b.size() ? a : b;
+  const Ids& large = a.size() <= b.size() ? b : a;
+  if (small.size() * 32 < large.size()) {
+    auto from = large.begin();
+    for (int64_t id : small) {
+      from = std::lower_bound(from, large.end(), id);
+      if (from == large.end()) break;
+      if (*from == id) out.push_back(id);
+    }
+    return out;
+  }
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+inline Ids subtract(const Ids& a, const Ids& b) {
+  Ids out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+inline Ids unite(const Ids& a, const Ids& b) {
+  Ids out;
+  out.reserve(a.size() + b.size());
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+/// Sorts ids gathered in any order, with repeats, into a set.
+inline void normalize(Ids& ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+/// set = (set - removed) + added; `removed` and `added` are sets themselves.
+inline void update(Ids& set, const Ids& removed, const Ids& added) {
+  if (removed.empty() && added.empty()) return;
+  if (removed.empty() && (set.empty() || added.front() > set.back())) {  // appends: the common upsert
+    set.insert(set.end(), added.begin(), added.end());
+    return;
+  }
+  set = unite(removed.empty() ? set : subtract(set, removed), added);
+}
+
+}  // namespace simkit::server
