@@ -452,3 +452,40 @@ def test_indexed_lookups_answer_alone_and_follow_every_write(serve: Any, rng: np
     upsert(c, "f", [2], X[2:3], [{"lang": "en"}])
     assert ids(en) == [2]
     assert ids({}) == [0, 2, 3, 4, 5]
+
+
+def test_large_unions_and_ranges_through_indexes(serve: Any, rng: np.random.Generator) -> None:
+    # Unions of index lists past a few thousand ids are sorted by radix (id_set.hpp): ids up to
+    # 2^62, several lists, ranges over many values, with and without the indexes.
+    n = 12000
+    ids = [int(i) for i in rng.choice(2**62, n, replace=False)]
+    payloads = [{"k": int(rng.integers(4)), "w": f"w{int(rng.integers(5))}", "r": round(float(rng.uniform(0, 100)), 2)}
+                for _ in range(n)]
+    s = serve()
+    c = s.client()
+    create_collection(c, "big", D, "Dot")
+    upsert(c, "big", ids, rng.standard_normal((n, D)).astype(np.float32), payloads, chunk=4000)
+    filters = [
+        {"must": [{"key": "k", "match": {"any": [0, 2, 3]}}]},
+        {"must": [{"key": "w", "match": {"except": ["w1"]}}]},
+        {"must": [{"key": "r", "range": {"gte": 10, "lt": 90}}]},
+        {"should": [{"key": "k", "match": {"value": 1}}, {"key": "r", "range": {"lt": 50}}]},
+        {"must": [{"key": "w", "match": {"any": ["w0", "w2", "w4"]}}, {"key": "r", "range": {"gt": 5}}],
+         "must_not": [{"key": "k", "match": {"value": 3}}]},
+    ]
+    points = dict(zip(ids, payloads))
+    want = reference_sets(filters, points)  # type: ignore[arg-type]
+    assert all(len(w) > 4096 for w in want[:4]), [len(w) for w in want]
+
+    def server(f: dict[str, Any]) -> set[int]:
+        found: set[int] = set()
+        for offset in (0, 10000):
+            hits = c.ok("POST", "/collections/big/points/search",
+                        {"vector": [1.0] * D, "limit": 10000, "offset": offset, "filter": f})
+            found |= {h["id"] for h in hits}
+        return found
+
+    compare("no index", [server(f) for f in filters], want, filters)
+    for key, kind in [("k", "integer"), ("w", "keyword"), ("r", "float")]:
+        c.ok("PUT", "/collections/big/index?wait=true", {"field_name": key, "field_schema": kind})
+    compare("indexed", [server(f) for f in filters], want, filters)
