@@ -122,8 +122,7 @@ Ids Evaluator::holds(const Condition& c, const Domain& d) {
   if (index && c.kind == K::is_empty) return subtract(ids(d), index->nonempty());
   if (index && c.kind == K::is_null) return intersect(index->nulls(), ids(d));
   if (!index || !index->answers(c) || (!d.all && d.ids.size() * kWalkCost < index->estimate(c))) return walk(ids(d), c);
-  Ids kept = *index->kept_matches(c);
-  Ids found = d.all ? std::move(kept) : intersect(kept, d.ids);
+  Ids found = *index->kept_matches(c, d.all ? nullptr : &d.ids);
   // Points holding values the index does not keep are tested on their text.
   if (!index->others().empty()) found = unite(found, walk(intersect(index->others(), ids(d)), c));
   return found;

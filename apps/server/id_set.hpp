@@ -84,4 +84,48 @@ inline void update(Ids& set, const Ids& removed, const Ids& added) {
   set = unite(removed.empty() ? set : subtract(set, removed), added);
 }
 
+/// Ids gathered from several lists into one set, keeping only those in `within` when one is
+/// given (the points a filter's earlier conditions left). When within's span is small enough
+/// (a bitmap of at most 8 words an id), each id is tested as it comes and only the kept ones are
+/// sorted: a 10% range inside a 10% keyword set over 1M points sorts 10,000 ids, not 100,000.
+/// Otherwise everything gathered is sorted and intersected at the end.
+class IdGather {
+ public:
+  explicit IdGather(const Ids* within = nullptr) : within_(within) {
+    if (!within_ || within_->empty()) return;
+    lo_ = within_->front();
+    const uint64_t words = static_cast<uint64_t>(within_->back() - lo_) / 64 + 1;
+    if (words > 8 * within_->size()) return;
+    bits_.assign(words, 0);
+    for (int64_t id : *within_) bits_[static_cast<uint64_t>(id - lo_) >> 6] |= uint64_t{1} << ((id - lo_) & 63);
+  }
+
+  void add(const Ids& list) {
+    if (within_ && within_->empty()) return;
+    ++lists_;
+    if (bits_.empty()) {
+      out_.insert(out_.end(), list.begin(), list.end());
+      return;
+    }
+    for (int64_t id : list) {
+      if (id < lo_) continue;
+      const uint64_t k = static_cast<uint64_t>(id - lo_);
+      if ((k >> 6) < bits_.size() && (bits_[k >> 6] >> (k & 63) & 1)) out_.push_back(id);
+    }
+  }
+
+  Ids done() {
+    if (lists_ > 1) normalize(out_);  // one list is sorted already, and stays so when filtered
+    if (within_ && bits_.empty()) return intersect(out_, *within_);
+    return std::move(out_);
+  }
+
+ private:
+  const Ids* within_;
+  int64_t lo_ = 0;
+  std::vector<uint64_t> bits_;
+  Ids out_;
+  size_t lists_ = 0;
+};
+
 }  // namespace simkit::server

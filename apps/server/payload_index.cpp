@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <simkit/error.hpp>
 
@@ -212,29 +213,19 @@ void FieldIndex::apply(const std::vector<PayloadChange>& changes) {
 }
 
 template <class Map>
-Ids FieldIndex::union_where(const Map& map, const std::function<bool(const typename Map::key_type&)>& keep) const {
-  Ids out;
-  size_t lists = 0;
+void FieldIndex::add_where(IdGather& out, const Map& map,
+                           const std::function<bool(const typename Map::key_type&)>& keep) const {
   for (const auto& [key, ids] : map)
-    if (keep(key)) {
-      out.insert(out.end(), ids.begin(), ids.end());
-      ++lists;
-    }
-  if (lists > 1) normalize(out);
-  return out;
+    if (keep(key)) out.add(ids);
 }
 
-Ids FieldIndex::range_ids(const Range& r) const {
-  Ids out;
-  size_t lists = 0;
+void FieldIndex::add_range(IdGather& out, const Range& r) const {
   const double low = scan_start(r);
   const auto scan = [&](const auto& map, auto start) {
     for (auto it = start; it != map.end(); ++it) {
       const double x = static_cast<double>(it->first);
       if (past(r, x)) break;
-      if (!r.contains(x)) continue;
-      out.insert(out.end(), it->second.begin(), it->second.end());
-      ++lists;
+      if (r.contains(x)) out.add(it->second);
     }
   };
   if (schema_.type == FieldType::floating) {
@@ -247,8 +238,6 @@ Ids FieldIndex::range_ids(const Range& r) const {
                                   : integers_.lower_bound(start >= 9.2e18 ? std::numeric_limits<int64_t>::max()
                                                                           : static_cast<int64_t>(start)));
   }
-  if (lists > 1) normalize(out);
-  return out;
 }
 
 bool FieldIndex::answers(const Condition& c) const {
@@ -263,46 +252,46 @@ bool FieldIndex::answers(const Condition& c) const {
   return true;
 }
 
-std::optional<Ids> FieldIndex::kept_matches(const Condition& c) const {
+std::optional<Ids> FieldIndex::kept_matches(const Condition& c, const Ids* within) const {
   using K = Condition::Kind;
   const FieldType t = schema_.type;
   if (!answers(c)) return std::nullopt;
-  const auto posting = [](const auto& map, const auto& key) {
-    const auto it = map.find(key);
-    return it == map.end() ? Ids() : it->second;
+  IdGather out(within);
+  const auto posting = [&out](const auto& map, const auto& key) {
+    if (const auto it = map.find(key); it != map.end()) out.add(it->second);
   };
-  if (c.kind == K::range) return t == FieldType::floating || t == FieldType::integer ? range_ids(c.range) : Ids();
+  const auto listed = [&c](const auto& key) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(key)>, std::string>)
+      return std::binary_search(c.words.begin(), c.words.end(), key);
+    else
+      return std::binary_search(c.integers.begin(), c.integers.end(), key);
+  };
+  const bool words = t == FieldType::keyword && !c.of_integers, integers = t == FieldType::integer && c.of_integers;
   switch (c.kind) {
+    case K::range:
+      if (t == FieldType::floating || t == FieldType::integer) add_range(out, c.range);
+      break;  // strings and bools are in no range
     case K::match_value:
-      if (t == FieldType::keyword)
-        return c.value.is_string() ? posting(words_, c.value.get_ref<const std::string&>()) : Ids();
-      if (t == FieldType::integer)
-        return c.value.is_number_integer() ? posting(integers_, c.value.get<int64_t>()) : Ids();
-      if (t == FieldType::boolean)
-        return c.value.is_boolean() ? posting(integers_, int64_t{c.value.get<bool>() ? 1 : 0}) : Ids();
-      return Ids();  // a number never equals a string or a bool
+      if (t == FieldType::keyword && c.value.is_string()) posting(words_, c.value.get_ref<const std::string&>());
+      if (t == FieldType::integer && c.value.is_number_integer()) posting(integers_, c.value.get<int64_t>());
+      if (t == FieldType::boolean && c.value.is_boolean()) posting(integers_, int64_t{c.value.get<bool>() ? 1 : 0});
+      break;  // otherwise: a kept value is of another type than the value, never equal
     case K::match_any:
-      if (t == FieldType::keyword && !c.of_integers)
-        return union_where(words_,
-                           [&](const std::string& w) { return std::binary_search(c.words.begin(), c.words.end(), w); });
-      if (t == FieldType::integer && c.of_integers)
-        return union_where(integers_,
-                           [&](int64_t i) { return std::binary_search(c.integers.begin(), c.integers.end(), i); });
-      return Ids();
+      if (words) add_where(out, words_, [&](const std::string& w) { return listed(w); });
+      if (integers) add_where(out, integers_, [&](int64_t i) { return listed(i); });
+      break;
     case K::match_except:
-      if (t == FieldType::keyword && !c.of_integers)
-        return union_where(
-            words_, [&](const std::string& w) { return !std::binary_search(c.words.begin(), c.words.end(), w); });
-      if (t == FieldType::integer && c.of_integers)
-        return union_where(integers_,
-                           [&](int64_t i) { return !std::binary_search(c.integers.begin(), c.integers.end(), i); });
-      return kept_;  // every kept value is of another type than the list's: except holds
+      if (words) add_where(out, words_, [&](const std::string& w) { return !listed(w); });
+      if (integers) add_where(out, integers_, [&](int64_t i) { return !listed(i); });
+      if (!words && !integers) out.add(kept_);  // every kept value is of another type than the list's
+      break;
     case K::match_text:
       if (t == FieldType::keyword)
-        return union_where(words_, [&](const std::string& w) { return w.find(c.words[0]) != std::string::npos; });
-      return Ids();
+        add_where(out, words_, [&](const std::string& w) { return w.find(c.words[0]) != std::string::npos; });
+      break;
     default: return std::nullopt;
   }
+  return out.done();
 }
 
 size_t FieldIndex::estimate(const Condition& c) const {

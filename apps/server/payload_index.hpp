@@ -71,10 +71,10 @@ class FieldIndex {
 
   /// Whether kept_matches(c) can answer `c` (a match or range condition on this field); cheap.
   bool answers(const Condition& c) const;
-  /// The ids whose kept values satisfy `c` (a match or range condition on this field), or
-  /// nullopt when this index cannot tell (a float index asked for integer equality). Points in
-  /// others() are not included: they must still be tested.
-  std::optional<Ids> kept_matches(const Condition& c) const;
+  /// The ids whose kept values satisfy `c` (a match or range condition on this field), among
+  /// `within` when given, or nullopt when this index cannot tell (a float index asked for integer
+  /// equality). Points in others() are not included: they must still be tested.
+  std::optional<Ids> kept_matches(const Condition& c, const Ids* within = nullptr) const;
   /// About how many ids kept_matches(c) returns, to order conditions; cheap.
   size_t estimate(const Condition& c) const;
 
@@ -89,8 +89,8 @@ class FieldIndex {
   struct Extracted;
   void extract(std::string_view text, Extracted& out) const;
   template <class Map>
-  Ids union_where(const Map& map, const std::function<bool(const typename Map::key_type&)>& keep) const;
-  Ids range_ids(const Range& r) const;
+  void add_where(IdGather& out, const Map& map, const std::function<bool(const typename Map::key_type&)>& keep) const;
+  void add_range(IdGather& out, const Range& r) const;
 
   JsonPath path_;
   FieldSchema schema_;
