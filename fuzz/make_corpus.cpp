@@ -275,6 +275,18 @@ void server_corpus() {
   emit(f, "should", pair(R"({"should": [{"key": "x", "match": {"value": 1}}]})", R"({"x": 1})"));
   emit(f, "range", pair(R"({"must": [{"key": "x", "range": {"gt": 1}}]})", R"({"x": 2})"));
   emit(f, "nested_array", pair(R"({"must": [{"key": "x", "match": {"value": "a"}}]})", R"({"x": [["a"], "b"]})"));
+  emit(f, "clauses",
+       pair(R"({"must": [{"key": "a[].b", "match": {"any": ["x", "y"]}}, {"is_empty": {"key": "c"}}], )"
+            R"("should": {"key": "n", "range": {"gte": 1, "lt": 5.5}}, "must_not": [{"has_id": [7]}], )"
+            R"("min_should": {"conditions": [{"key": "t", "match": {"text": "ab"}}, {"is_null": {"key": "z"}}], )"
+            R"("min_count": 1}})",
+            R"({"a":[{"b":"x"},{"b":1}],"n":[1,2.5,"q"],"t":"xaby","z":null})"));
+  emit(
+      f, "nested",
+      pair(
+          R"({"should": [{"nested": {"key": "items", "filter": {"must": [{"key": "q", "match": {"except": [1, 2]}}]}}}, )"
+          R"({"key": "k.\"d.e\"", "match": {"value": true}}]})",
+          R"({"items":[{"q":1},{"q":3.5},{"q":"s"}],"k":{"d.e":[true,null]}})"));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "api_error.hpp"
 #include "log.hpp"
+#include "request_json.hpp"
 
 namespace simkit::server {
 
@@ -74,7 +75,9 @@ std::span<const Route> collection_routes() {
       {"POST", "collections/{name}/points/search/batch", &Api::search_batch},
       {"POST", "collections/{name}/points/query", &Api::query_points},
       {"POST", "collections/{name}/points/query/batch", &Api::query_batch},
-      {"PUT", "collections/{name}/index", &Api::build_index},
+      {"PUT", "collections/{name}/vector_index", &Api::build_index},
+      {"PUT", "collections/{name}/index", &Api::create_payload_index},
+      {"DELETE", "collections/{name}/index/{field_name}", &Api::delete_payload_index},
       {"POST", "collections/{name}/snapshots", &Api::create_snapshot},
       {"GET", "collections/{name}/snapshots", &Api::list_snapshots},
       {"PUT", "collections/{name}/snapshots/recover", &Api::recover_snapshot},
@@ -110,6 +113,13 @@ void check_collection_name(const std::string& name) {
   if (!ok)
     bad_request("invalid collection name " + simkit::quoted(name) +
                 ": use 1-64 letters, digits, '_' or '-', starting with a letter or digit");
+}
+
+bool wait_param(const Call& call) {
+  const std::string w = query_param(call.request.query, "wait");
+  if (w.empty() || w == "true") return true;
+  if (w == "false") return false;
+  bad_request("wait must be true or false (got " + simkit::quoted(w) + ")");
 }
 
 Api::Api(ApiSettings settings, Metrics& metrics)

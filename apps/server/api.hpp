@@ -97,7 +97,9 @@ class Api {
   void get_collection(Call& call);
   void collection_exists(Call& call);
   void delete_collection(Call& call);
-  void build_index(Call& call);
+  void build_index(Call& call);  // PUT .../vector_index: the vector index from a description
+  void create_payload_index(Call& call);
+  void delete_payload_index(Call& call);
   void create_snapshot(Call& call);
   void list_snapshots(Call& call);
   void recover_snapshot(Call& call);
@@ -153,6 +155,9 @@ class Api {
   std::atomic<bool> draining_{false};
   std::atomic<bool> loading_{true};  // until load_collections() has opened every collection
 };
+
+/// ?wait=true|false of a write (absent: true); 400 for anything else.
+bool wait_param(const Call& call);
 
 /// Collection names: 1-64 of [A-Za-z0-9_-], starting with a letter or digit, so that a name is
 /// always one plain folder inside the data directory. 400 otherwise.

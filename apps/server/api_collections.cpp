@@ -1,4 +1,5 @@
-// Routes that create, describe, delete, index, snapshot and recover collections.
+// Routes that create, describe, delete, index, snapshot and recover collections, and that
+// create and drop payload indexes.
 //
 // Folder changes are made so that a crash at any moment leaves either the old state or the new:
 // a new collection is built in collections/.tmp-<name>-<n> and renamed into place; a deleted
@@ -102,6 +103,39 @@ std::string hnsw_description(const nlohmann::json& h) {
   int_field(h, "full_scan_threshold", 10000, 0, int64_t{1} << 40, "body.hnsw_config");  // the planner decides
   if (m == 0) return "flat";
   return "hnsw,m=" + std::to_string(m) + ",ef_construction=" + std::to_string(ef);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A path segment with its %XX escapes decoded: a field name such as a[].b arrives as a%5B%5D.b.
+std::string percent_decoded(const std::string& segment, const std::string& what) {
+  std::string out;
+  for (size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i] != '%') {
+      out += segment[i];
+      continue;
+    }
+    const int hi = i + 2 < segment.size() ? hex_value(segment[i + 1]) : -1;
+    const int lo = hi >= 0 ? hex_value(segment[i + 2]) : -1;
+    if (lo < 0) bad_request(what + " " + simkit::quoted(segment) + " has a malformed %-escape");
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+JsonPath field_path(const std::string& name, const std::string& where) {
+  if (name.empty()) bad_request(where + " must be a non-empty payload path such as lang or meta.lang");
+  std::optional<JsonPath> path = parse_json_path(name);
+  if (!path)
+    bad_request(where + ": " + simkit::quoted(name) +
+                " is not a payload path (write a, a.b, a[].b, a[0].b, or \"a.b\" quoted for a key holding dots)");
+  return std::move(*path);
 }
 
 }  // namespace
@@ -234,6 +268,34 @@ void Api::build_index(Call& call) {
   blocking(std::move(call), [this, collection, description](Call& c) {
     collection->build_index(description);
     reply(c, 202, {{"result", {{"status", "building"}, {"index", description}}}});
+  });
+}
+
+// Qdrant's PUT /collections/{name}/index: {"field_name": "lang", "field_schema": "keyword"}.
+void Api::create_payload_index(Call& call) {
+  auto collection = find(call.params[0]);
+  const bool wait = wait_param(call);
+  const nlohmann::json body = parse_object(call.request.body, settings_.limits);
+  check_fields(body, {"field_name", "field_schema"}, "body");
+  if (!body.contains("field_name") || !body["field_name"].is_string())
+    bad_request("body.field_name is required: the payload field to index, such as \"lang\" or \"meta.lang\"");
+  const JsonPath path = field_path(body["field_name"].get<std::string>(), "body.field_name");
+  if (!body.contains("field_schema") || body["field_schema"].is_null())
+    bad_request("body.field_schema is required: keyword, integer, float or bool");
+  const FieldSchema schema = parse_field_schema(body["field_schema"], "body.field_schema");
+  blocking(std::move(call), [this, collection, path, schema, wait](Call& c) {
+    const int64_t op = collection->create_payload_index(path, schema);
+    reply(c, 200, {{"result", {{"operation_id", op}, {"status", wait ? "completed" : "acknowledged"}}}});
+  });
+}
+
+void Api::delete_payload_index(Call& call) {
+  auto collection = find(call.params[0]);
+  const bool wait = wait_param(call);
+  const JsonPath path = field_path(percent_decoded(call.params[1], "field name"), "the field name");
+  blocking(std::move(call), [this, collection, path, wait](Call& c) {
+    const int64_t op = collection->delete_payload_index(path);
+    reply(c, 200, {{"result", {{"operation_id", op}, {"status", wait ? "completed" : "acknowledged"}}}});
   });
 }
 

@@ -43,13 +43,6 @@ std::optional<Filter> optional_filter(const nlohmann::json& body, const char* ke
   return parse_filter(body[key]);
 }
 
-bool wait_param(const Call& call) {
-  const std::string w = query_param(call.request.query, "wait");
-  if (w.empty() || w == "true") return true;
-  if (w == "false") return false;
-  bad_request("wait must be true or false (got " + simkit::quoted(w) + ")");
-}
-
 // The internal ids of the listed API ids that the collection holds (a UUID never stored has none).
 std::vector<int64_t> resolve_ids(const Collection& collection, const nlohmann::json& list, const std::string& where) {
   if (!list.is_array()) bad_request(where + " must be an array of point ids");

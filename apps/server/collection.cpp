@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <unordered_set>
 
 #include <simkit/error.hpp>
 #include <simkit/matrix.hpp>
@@ -109,26 +110,56 @@ void Collection::load() {
                    name_.c_str(), saved.file.c_str(), e.what());
     }
   }
+  std::vector<int64_t> live;  // ascending: read_all goes in id order
   if (!index_) {
     // An index that needs no training (flat, hnsw, tree) is built at once; the others start
     // flat and are trained in the background (open()).
     const std::string now = make_index(config_.index, config_.dim, metric_)->is_trained() ? config_.index : "flat";
-    index_ = build_from_store(now, &index_seq_, /*keep_payloads=*/true);  // one pass for rows and payloads
+    index_ = build_from_store(now, &index_seq_, /*keep_payloads=*/true, &live);  // one pass for rows and payloads
     how = "built from the points";
   } else {
     store_->read_all(
         [&](StoredPoint&& p) {
           if (!p.uuid.empty()) remember_uuid(p.id, p.uuid);
+          live.push_back(p.id);
           if (!p.payload.empty()) payloads_.emplace(p.id, std::move(p.payload));
         },
         /*with_vector=*/false);
   }
+  payload_indexes_.reset(std::move(live));
+  load_payload_indexes();
   points_gauge_.Set(static_cast<double>(index_->size()));
-  std::fprintf(stderr, "simkit serve: collection %s: %lld points, index %s (%s) in %.2f s\n", name_.c_str(),
-               static_cast<long long>(index_->size()), index_->description().c_str(), how.c_str(), seconds_since(t0));
+  std::fprintf(stderr, "simkit serve: collection %s: %lld points, index %s (%s), %zu payload indexes in %.2f s\n",
+               name_.c_str(), static_cast<long long>(index_->size()), index_->description().c_str(), how.c_str(),
+               payload_indexes_.definitions().size(), seconds_since(t0));
 }
 
-std::unique_ptr<Index> Collection::build_from_store(const std::string& description, int64_t* seq, bool keep_payloads) {
+void Collection::load_payload_indexes() {
+  const std::string text = store_->payload_indexes();
+  if (text.empty()) return;
+  const nlohmann::json definitions = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!definitions.is_object()) {
+    std::fprintf(stderr, "simkit serve: collection %s: the payload index list is damaged (%s); none built\n",
+                 name_.c_str(), simkit::quoted(text).c_str());
+    return;
+  }
+  const auto text_of = [this](int64_t id) { return payload_of(id); };
+  for (auto it = definitions.begin(); it != definitions.end(); ++it) {
+    try {
+      const std::optional<JsonPath> path = parse_json_path(it.key());
+      if (!path) throw ApiError(400, "not a payload path");
+      const FieldSchema schema = parse_field_schema(it.value(), "its field_schema");
+      payload_indexes_.install(PayloadIndexes::build(*path, schema, payload_indexes_.live(), text_of));
+    } catch (const std::exception& e) {
+      // Not fatal: searches stay right without an index, only slower.
+      std::fprintf(stderr, "simkit serve: collection %s: payload index %s not built: %s\n", name_.c_str(),
+                   simkit::quoted(it.key()).c_str(), e.what());
+    }
+  }
+}
+
+std::unique_ptr<Index> Collection::build_from_store(const std::string& description, int64_t* seq, bool keep_payloads,
+                                                    std::vector<int64_t>* ids_out) {
   std::unique_ptr<Index> index = make_index(description, config_.dim, metric_);
   std::vector<float> rows;
   std::vector<int64_t> ids;
@@ -144,6 +175,7 @@ std::unique_ptr<Index> Collection::build_from_store(const std::string& descripti
   const MatrixView<const float> X{rows.data(), static_cast<int64_t>(ids.size()), config_.dim};
   if (!index->is_trained()) index->train(settings_.ctx, X);
   if (!ids.empty()) index->add(settings_.ctx, X, ids);
+  if (ids_out) *ids_out = std::move(ids);
   return index;
 }
 
@@ -192,6 +224,7 @@ nlohmann::json Collection::info() {
                 {"type", index_->type()},
                 {"memory_bytes", index_->memory_bytes()},
                 {"build", build}};
+  j["payload_schema"] = payload_indexes_.schema();
   j["queue_depth"] = batcher_->depth();
   return j;
 }
@@ -202,6 +235,7 @@ void Collection::upsert(std::vector<StoredPoint> stored) {
   const int64_t seq = store_->upsert(stored);  // durable from here on
   std::unique_lock lock(state_);
   apply(*index_, stored, {});
+  index_payloads(stored, {});
   for (StoredPoint& p : stored) {
     if (!p.uuid.empty()) remember_uuid(p.id, p.uuid);
     if (p.payload.empty())
@@ -220,6 +254,7 @@ int64_t Collection::remove(const std::vector<int64_t>& ids) {
   const std::vector<int64_t> removed = store_->remove(ids, &seq);
   std::unique_lock lock(state_);
   if (!removed.empty()) index_->remove(removed);
+  index_payloads({}, removed);
   for (int64_t id : removed) {
     payloads_.erase(id);
     forget_uuid(id);
@@ -242,7 +277,10 @@ int64_t Collection::edit_payloads(const std::vector<int64_t>& ids,
   }
   if (changed.empty()) return 0;
   const int64_t seq = store_->set_payloads(changed);  // durable from here on
+  std::vector<StoredPoint> edited(changed.size());
+  for (size_t i = 0; i < changed.size(); ++i) edited[i] = {changed[i].first, {}, {}, changed[i].second};
   std::unique_lock lock(state_);
+  index_payloads(edited, {});  // reads the old texts: before payloads_ changes
   for (auto& [id, text] : changed) {
     if (text.empty())
       payloads_.erase(id);
@@ -251,12 +289,6 @@ int64_t Collection::edit_payloads(const std::vector<int64_t>& ids,
   }
   index_seq_ = seq;
   return static_cast<int64_t>(changed.size());
-}
-
-std::vector<int64_t> Collection::matching_ids(const std::optional<Filter>& filter) {
-  if (!filter) return store_->ids();
-  std::shared_lock lock(state_);
-  return allowed_ids(*filter, payloads_);
 }
 
 std::vector<StoredPoint> Collection::scroll(int64_t from, int64_t limit, bool with_vector,
@@ -311,6 +343,68 @@ PointId Collection::point_id(int64_t id) const {
   }
   if (!p.is_uuid()) p.number = id;
   return p;
+}
+
+std::string_view Collection::payload_of(int64_t id) const {
+  const auto it = payloads_.find(id);
+  return it == payloads_.end() ? std::string_view() : std::string_view(it->second);
+}
+
+void Collection::index_payloads(const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted) {
+  std::vector<PayloadChange> changes;
+  changes.reserve(upserted.size() + deleted.size());
+  std::unordered_set<int64_t> seen;  // an id twice in one batch: its last payload is the one kept
+  for (auto p = upserted.rbegin(); p != upserted.rend(); ++p)
+    if (seen.insert(p->id).second) changes.push_back({p->id, payload_of(p->id), p->payload, true});
+  for (int64_t id : deleted)
+    if (seen.insert(id).second) changes.push_back({id, payload_of(id), {}, false});
+  payload_indexes_.apply(changes);
+}
+
+std::vector<int64_t> Collection::matching_ids(const std::optional<Filter>& filter) {
+  const IdResolver resolve = id_resolver();
+  std::shared_lock lock(state_);
+  if (!filter) return payload_indexes_.live();
+  return evaluate(*filter, payload_indexes_, payloads_, resolve);
+}
+
+// Called by evaluate() with the state lock held: reads uuid_ids_ without taking it again.
+IdResolver Collection::id_resolver() const {
+  return [this](const nlohmann::json& id) -> std::optional<int64_t> {
+    if (id.is_number_integer()) return id.get<int64_t>();        // parse_filter checked the range
+    auto it = uuid_ids_.find(id.get_ref<const std::string&>());  // canonical since parse_filter
+    if (it == uuid_ids_.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+int64_t Collection::create_payload_index(const JsonPath& field, const FieldSchema& schema) {
+  std::lock_guard w(writer_mutex_);  // writes wait; the definitions change only under it
+  refuse_if_closed();
+  std::unique_ptr<FieldIndex> built;
+  {
+    std::shared_lock lock(state_);  // searches go on while it builds
+    built =
+        PayloadIndexes::build(field, schema, payload_indexes_.live(), [this](int64_t id) { return payload_of(id); });
+  }
+  nlohmann::json definitions = payload_indexes_.definitions();
+  definitions[field.text()] = schema.written;
+  store_->set_payload_indexes(definitions.dump());
+  std::unique_lock lock(state_);
+  payload_indexes_.install(std::move(built));
+  return store_->seq();
+}
+
+int64_t Collection::delete_payload_index(const JsonPath& field) {
+  std::lock_guard w(writer_mutex_);
+  refuse_if_closed();
+  nlohmann::json definitions = payload_indexes_.definitions();
+  if (definitions.erase(field.text()) > 0) {
+    store_->set_payload_indexes(definitions.dump());
+    std::unique_lock lock(state_);
+    payload_indexes_.drop(field.text());
+  }
+  return store_->seq();
 }
 
 void Collection::build_index(const std::string& description) {
@@ -402,6 +496,7 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
   // One library call per group: the unfiltered searches together, and each distinct filter and
   // search width.
   std::map<std::pair<std::string, int64_t>, std::vector<size_t>> groups;
+  const IdResolver resolve = id_resolver();
   for (size_t i = 0; i < batch.size(); ++i) {
     const SearchQuery& q = batch[i].job.query;
     groups[{q.filter ? q.filter->key() : std::string(), q.hnsw_ef}].push_back(i);
@@ -427,7 +522,7 @@ void Collection::run_batch(std::vector<Queued<SearchJob>>& batch) {
       params.stats = &stats;
       std::vector<int64_t> allowed;
       if (!key.empty()) {
-        allowed = allowed_ids(*batch[members[0]].job.query.filter, payloads_);
+        allowed = evaluate(*batch[members[0]].job.query.filter, payload_indexes_, payloads_, resolve);
         params.allowed = ArrayView<const int64_t>(allowed);
       }
       const IndexSearchResult r = index_->search(settings_.ctx, Q.view(), k, params);

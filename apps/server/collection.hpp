@@ -1,6 +1,7 @@
 #pragma once
 // One collection: its durable points (PointStore), the in-memory index built from them, the
-// payloads the filters and results read, and the batcher its searches go through.
+// payloads the filters and results read, the payload indexes the filters look values up in
+// (payload_index.hpp), and the batcher its searches go through.
 //
 // Order of a write: the writer mutex serialises writes; the points are committed to SQLite
 // (durable), then applied to the index and payloads under the state lock, then acknowledged.
@@ -13,7 +14,8 @@
 // Opening loads the saved index and replays what the database recorded after its sequence
 // number (upserts are remove + add, deletes ignore absent ids, so replaying is idempotent); when
 // there is no usable index file, a flat index is built from the points, and a configured
-// ivf_flat is rebuilt in the background.
+// ivf_flat is rebuilt in the background. The payload indexes are rebuilt from the points at
+// every opening (the fields indexed are in the database: PointStore::payload_indexes).
 
 #include <atomic>
 #include <cstdint>
@@ -34,8 +36,10 @@
 
 #include "batcher.hpp"
 #include "filter.hpp"
+#include "filter_eval.hpp"
 #include "metrics.hpp"
 #include "payload_edit.hpp"
+#include "payload_index.hpp"
 #include "point_id.hpp"
 #include "point_store.hpp"
 
@@ -96,7 +100,9 @@ class Collection {
   /// Rewrites the payloads of the stored points among `ids` with `edit` (old text -> new text,
   /// "" for none), durably, in one transaction; returns how many points it changed.
   int64_t edit_payloads(const std::vector<int64_t>& ids, const std::function<std::string(std::string_view)>& edit);
-  /// The ids (ascending) of the points a filter matches; every point's with none.
+  /// The ids (ascending) of the points a filter matches (every point's with none), at one
+  /// moment (the state lock held shared): what searches pass to the index as their allow-list,
+  /// and what count, scroll and delete by filter read.
   std::vector<int64_t> matching_ids(const std::optional<Filter>& filter);
   /// How many points a filter matches (every point with none).
   int64_t count(const std::optional<Filter>& filter);
@@ -115,6 +121,17 @@ class Collection {
   /// Up to `limit` points with id >= `from` (that `filter` matches), in id order.
   std::vector<StoredPoint> scroll(int64_t from, int64_t limit, bool with_vector, const std::optional<Filter>& filter);
 
+  /// How has_id's point ids map to this collection's ids (integers are themselves, UUIDs are
+  /// looked up); the caller holds the state lock.
+  IdResolver id_resolver() const;
+
+  /// PUT /collections/{name}/index: indexes the payload field `field` (a path) as `schema`
+  /// says, replacing an index of the field, and records it durably. Searches continue while it
+  /// builds; writes wait. Returns the operation's number (the collection's sequence number).
+  int64_t create_payload_index(const JsonPath& field, const FieldSchema& schema);
+  /// DELETE /collections/{name}/index/{field}: drops the field's index (none: nothing to do).
+  int64_t delete_payload_index(const JsonPath& field);
+
   /// Starts building an index of `description` from the stored points in the background and
   /// swaps it in when ready. ApiError(409) while another build runs; 400 for a bad description.
   void build_index(const std::string& description);
@@ -131,8 +148,15 @@ class Collection {
              const CollectionSettings& settings, Metrics& metrics);
   void load();
   /// An index of `description` over every stored point; with `keep_payloads` (at load), the
-  /// payloads and UUIDs are kept in the same pass.
-  std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq, bool keep_payloads = false);
+  /// payloads and UUIDs are kept in the same pass, and `ids_out` gets every id (ascending).
+  std::unique_ptr<Index> build_from_store(const std::string& description, int64_t* seq, bool keep_payloads = false,
+                                          std::vector<int64_t>* ids_out = nullptr);
+  /// Builds the payload indexes the store names over payloads_ (at load).
+  void load_payload_indexes();
+  /// A point's payload text, "" for none (under the state lock).
+  std::string_view payload_of(int64_t id) const;
+  /// The payload indexes follow a write; before payloads_ changes (it reads the old texts).
+  void index_payloads(const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted);
   void apply(Index& index, const std::vector<StoredPoint>& upserted, const std::vector<int64_t>& deleted) const;
   void remember_uuid(int64_t id, const std::string& uuid);  // under state_ (exclusive)
   void forget_uuid(int64_t id);
@@ -161,6 +185,7 @@ class Collection {
   std::unordered_map<int64_t, std::string> payloads_;  // compact JSON text (payload.hpp)
   std::unordered_map<int64_t, std::string> uuids_;     // internal id -> UUID, for the points named by one
   std::unordered_map<std::string, int64_t> uuid_ids_;  // and back
+  PayloadIndexes payload_indexes_;                     // live ids and indexed fields
   int64_t index_seq_ = 0;                              // the database's sequence number the index reflects
   int64_t saved_seq_ = -1;                             // the sequence number of the index file on disk
 

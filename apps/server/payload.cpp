@@ -1,5 +1,7 @@
 #include "payload.hpp"
 
+#include <charconv>
+
 #include <simkit/error.hpp>
 
 #include "api_error.hpp"
@@ -186,6 +188,21 @@ std::string_view payload_field(std::string_view t, std::string_view key) {
     i = skip_space(t, i + 1);
   }
   return {};
+}
+
+std::optional<int64_t> json_integer(std::string_view t) {
+  if (t.find_first_of(".eE") != std::string_view::npos) return std::nullopt;
+  int64_t v = 0;
+  const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> json_number(std::string_view t) {
+  double v = 0;
+  const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return std::nullopt;
+  return v;
 }
 
 }  // namespace simkit::server

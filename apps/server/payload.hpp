@@ -6,6 +6,7 @@
 // Filters read the few fields they test straight out of the text (PayloadFields), without a tree.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,12 @@ std::string_view payload_field(std::string_view object_text, std::string_view ke
 
 /// The JSON string `text` (quotes included) decoded into `out`; false when `text` is not one.
 bool decode_json_string(std::string_view text, std::string& out);
+
+/// A JSON number's text as an int64 when it is an integer that fits (no fraction or exponent:
+/// 1.0 is no integer, as in Qdrant, whose as_i64 reads payloads), else nullopt.
+std::optional<int64_t> json_integer(std::string_view number_text);
+/// A JSON number's text as a double (how range conditions compare numbers), nullopt if it is none.
+std::optional<double> json_number(std::string_view number_text);
 
 /// One past the end of the JSON value starting at `text[at]` (whitespace skipped first), or
 /// text.size() + 1 when the text ends first.

@@ -338,14 +338,6 @@ std::optional<StoredPoint> PointStore::get(int64_t id, bool with_vector) {
   return p;
 }
 
-std::vector<int64_t> PointStore::ids() {
-  std::lock_guard g(reader_mutex_);
-  Statement s(reader_, "SELECT id FROM points ORDER BY id");
-  std::vector<int64_t> out;
-  while (s.step()) out.push_back(s.integer(0));
-  return out;
-}
-
 std::optional<int64_t> PointStore::id_of_uuid(const std::string& uuid) {
   std::lock_guard g(reader_mutex_);
   Statement s(reader_, "SELECT id FROM points WHERE uuid = ?1");
@@ -411,6 +403,18 @@ ChangesSince PointStore::changes_since(int64_t seq) {
   while (del.step()) c.deleted.push_back(del.integer(0));
   t.commit();
   return c;
+}
+
+std::string PointStore::payload_indexes() {
+  std::lock_guard g(reader_mutex_);
+  Statement m(reader_, "SELECT value FROM meta WHERE key = 'payload_indexes'");
+  return m.step() ? m.text(0) : std::string();
+}
+
+void PointStore::set_payload_indexes(const std::string& json_text) {
+  Transaction t(writer_);
+  set_meta(writer_, "payload_indexes", json_text);
+  t.commit();
 }
 
 SavedIndex PointStore::saved_index() {

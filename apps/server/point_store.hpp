@@ -4,7 +4,8 @@
 // the collection's sequence number, so a crash leaves either the whole request or none of it,
 // and an index saved at sequence S plus "what changed after S" is the current state.
 //
-//   meta(key, value)             format, dim, distance, index description, seq, saved index
+//   meta(key, value)             format, dim, distance, index description, seq, saved index,
+//                                payload_indexes (the indexed fields, JSON: {"lang": "keyword"})
 //   points(id, seq, vector, payload, uuid)   vector: dim float32 (little-endian); payload: JSON
 //                                text; uuid: the point's UUID when its API id is one (point_id.hpp)
 //   deleted(id, seq)             ids deleted after the saved index, for its replay
@@ -82,8 +83,6 @@ class PointStore {
   void set_index_description(const std::string& description);
 
   std::optional<StoredPoint> get(int64_t id, bool with_vector);
-  /// Every stored id, ascending.
-  std::vector<int64_t> ids();
   /// The internal id of a stored point named by this (canonical) UUID.
   std::optional<int64_t> id_of_uuid(const std::string& uuid);
   /// Up to `limit` points with id >= `from`, in id order.
@@ -91,6 +90,11 @@ class PointStore {
   /// Every point, in id order, read in one transaction; returns the sequence number it is at.
   int64_t read_all(const std::function<void(StoredPoint&&)>& visit, bool with_vector);
   ChangesSince changes_since(int64_t seq);
+
+  /// The payload indexes' definitions as JSON text ({"field": field_schema, ...}; "" for none).
+  std::string payload_indexes();
+  /// Records them durably (PUT and DELETE .../index); a restart rebuilds the indexes from them.
+  void set_payload_indexes(const std::string& json_text);
 
   SavedIndex saved_index();
   /// Records that `file` holds the index at `seq`; forgets deletions at or before it.

@@ -161,8 +161,8 @@ SearchQuery parse_search(const nlohmann::json& body, int64_t dim, int64_t max_li
   q.with_vector = bool_field(body, "with_vector", false, where);
   q.score_threshold = score_threshold(body, where);
   if (body.contains("filter") && !body["filter"].is_null()) {
-    q.filter = parse_filter(body["filter"]);
-    if (q.filter->must.empty()) q.filter.reset();  // no condition: every point
+    q.filter = parse_filter(body["filter"], where + ".filter");
+    if (q.filter->empty()) q.filter.reset();  // no condition: every point
   }
   if (body.contains("params") && !body["params"].is_null()) {
     const nlohmann::json& params = body["params"];

@@ -13,7 +13,7 @@ What it does, in order:
      (port read from its "listening on http://HOST:PORT" line);
   2. creates the collection "writes" (--dim, Cosine, --index), and loads --points random unit
      vectors (NumPy, --seed) as ids 0..N-1, --batch points per request, wait=true; an index other
-     than flat is then built with PUT /collections/writes/index and awaited (a new collection
+     than flat is then built with PUT /collections/writes/vector_index and awaited (a new collection
      starts flat; the others train on the stored points, docs/API.md);
   3. times --upserts single-point upserts, wait=true, alternately a new id (N, N+1, ...) and an
      existing one (overwritten), each with payload {"tag": i}: time.perf_counter around the whole
@@ -185,11 +185,11 @@ def load(client, args, rng):
 
 
 def build_index(client, args):
-    """PUT /collections/writes/index and poll GET until index.build is ready (bounded in time)."""
+    """PUT /collections/writes/vector_index and poll GET until index.build is ready (bounded in time)."""
     t0 = time.monotonic()
-    status, body, _ = client.request("PUT", BASE + "/index", {"index": args.index})
+    status, body, _ = client.request("PUT", BASE + "/vector_index", {"index": args.index})
     if status != 202:  # 202: the build goes on in the background
-        fail(f"PUT {BASE}/index {args.index!r}: HTTP {status} {body}")
+        fail(f"PUT {BASE}/vector_index {args.index!r}: HTTP {status} {body}")
     deadline = t0 + args.build_timeout
     while time.monotonic() < deadline:
         time.sleep(0.5)
@@ -306,7 +306,7 @@ def main():
     ap.add_argument("--points", type=int, default=100_000, help="points loaded before timing")
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--index", default="flat",
-                    help="index description, e.g. 'ivf_flat,nlist=256' (built after the load with PUT .../index)")
+                    help="index description, e.g. 'ivf_flat,nlist=256' (built after the load with PUT .../vector_index)")
     ap.add_argument("--batch", type=int, default=1000, help="points per request while loading")
     ap.add_argument("--upserts", type=int, default=200, help="timed single-point upserts (half new ids, half "
                     "overwrites, alternating)")

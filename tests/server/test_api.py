@@ -476,12 +476,18 @@ def test_filters_read_payload_text_as_a_parser_would(serve: Any, rng: np.random.
     checked = 0
     for key_text in keys[:-1]:  # a filter's key is never empty; payloads may have one
         key = json.loads(f'"{key_text}"')
+        path = f'"{key}"' if "." in key else key  # a filter's key is a path: a key holding dots is quoted
         for value in targets:
             if value is None:
                 continue
+            body = {"vector": [1.0] * d, "limit": 100, "filter": {"must": [{"key": path, "match": {"value": value}}]}}
+            if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+                # Integers in filters are int64, as in Qdrant; a payload's larger integer equals none.
+                status, _, b = c.post("/collections/t/points/search", body)
+                assert status == 400 and "int64" in b["status"]["error"], b
+                continue
             want = sorted(i for i, p in enumerate(parsed) if matches(p, [(key, value)]))
-            hits = c.ok("POST", "/collections/t/points/search",
-                        {"vector": [1.0] * d, "limit": 100, "filter": {"must": [{"key": key, "match": {"value": value}}]}})
+            hits = c.ok("POST", "/collections/t/points/search", body)
             assert sorted(h["id"] for h in hits) == want, (key, value)
             checked += 1
     got = c.ok("POST", "/collections/t/points", {"ids": list(range(len(parsed)))})
@@ -610,9 +616,9 @@ def test_index_build_in_background_then_restart_loads_it(serve: Any, rng: np.ran
 
     check_all()
     description = "ivf_flat,nlist=16,nprobe=16"
-    r = c.ok("PUT", "/collections/w/index", {"index": description}, expect=202)
+    r = c.ok("PUT", "/collections/w/vector_index", {"index": description}, expect=202)
     assert r == {"status": "building", "index": description}
-    status, _, body = c.put("/collections/w/index", {"index": description})
+    status, _, body = c.put("/collections/w/vector_index", {"index": description})
     assert status == 409 and "already running" in body["status"]["error"] or status == 202, body
     # While it builds: searches stay exact (on the flat index), writes are visible at once, and
     # the new index catches up with them before it is swapped in.
@@ -710,7 +716,7 @@ def test_index_build_failure_is_reported(serve: Any, rng: np.random.Generator) -
     X = rng.standard_normal((5, 6)).astype(np.float32)
     upsert(c, "few", range(5), X)
     # Too few points to train 16 lists: accepted (202), then reported failed; the flat index serves on.
-    c.ok("PUT", "/collections/few/index", {"index": "ivf_flat,nlist=16"}, expect=202)
+    c.ok("PUT", "/collections/few/vector_index", {"index": "ivf_flat,nlist=16"}, expect=202)
     info = wait_build(c, "few")
     assert info["index"]["build"].startswith("failed: "), info
     assert info["index"]["type"] == "flat" and info["points_count"] == 5
@@ -718,12 +724,12 @@ def test_index_build_failure_is_reported(serve: Any, rng: np.random.Generator) -
     assert hits[0]["id"] == 3
     # Enough points now: an empty body rebuilds the configured description.
     upsert(c, "few", range(5, 69), rng.standard_normal((64, 6)).astype(np.float32))
-    c.ok("PUT", "/collections/few/index", {}, expect=202)
+    c.ok("PUT", "/collections/few/vector_index", {}, expect=202)
     info = wait_build(c, "few")
     assert info["index"]["build"] == "ready" and info["index"]["type"] == "ivf_flat", info
     assert info["points_count"] == 69
     # And back to flat.
-    c.ok("PUT", "/collections/few/index", {"index": "flat"}, expect=202)
+    c.ok("PUT", "/collections/few/vector_index", {"index": "flat"}, expect=202)
     info = wait_build(c, "few")
     assert info["index"]["build"] == "ready" and info["index"]["type"] == "flat", info
     hits = c.ok("POST", "/collections/few/points/search", {"vector": X[4].tolist(), "limit": 1})
@@ -743,7 +749,7 @@ def test_compressed_and_hashing_indexes_serve_and_short_searches_are_counted(
     Q = rng.standard_normal((12, d)).astype(np.float32)
     # ivf_pq probing every list and re-ranking every candidate answers exactly, from 4 bytes a point.
     description = "ivf_pq,nlist=4,m=4,refine=100,nprobe=4"
-    c.ok("PUT", "/collections/pq/index", {"index": description}, expect=202)
+    c.ok("PUT", "/collections/pq/vector_index", {"index": description}, expect=202)
     info = wait_build(c, "pq")
     assert info["index"]["build"] == "ready" and info["index"]["type"] == "ivf_pq", info
     for q in Q:
@@ -752,7 +758,7 @@ def test_compressed_and_hashing_indexes_serve_and_short_searches_are_counted(
         compare_ranking([h["id"] for h in hits], want, score_of)
     # lsh with one table of 24 bits: a query's bucket holds few points, so searches come back
     # short (never filled by a full scan) and the server counts them.
-    c.ok("PUT", "/collections/pq/index", {"index": "lsh,tables=1,bits=24"}, expect=202)
+    c.ok("PUT", "/collections/pq/vector_index", {"index": "lsh,tables=1,bits=24"}, expect=202)
     info = wait_build(c, "pq")
     assert info["index"]["build"] == "ready" and info["index"]["type"] == "lsh", info
     before = metric(c.get("/metrics")[2], "simkit_search_short_total", collection="pq")
@@ -778,7 +784,7 @@ def test_tree_index_serves_exactly_through_writes_and_restart(serve: Any, rng: n
     n, d, k = 6000, 3, 10
     create_collection(c, "t", d, "Euclid", index="tree")
     create_collection(c, "cos", d, "Cosine")
-    status, _, body = c.put("/collections/cos/index", {"index": "tree"})
+    status, _, body = c.put("/collections/cos/vector_index", {"index": "tree"})
     assert status == 400 and "l2 and sqeuclidean" in body["status"]["error"], body
     X = rng.standard_normal((n, d)).astype(np.float32)
     ids = random_ids(rng, n)
@@ -792,7 +798,7 @@ def test_tree_index_serves_exactly_through_writes_and_restart(serve: Any, rng: n
             want, score_of = live.reference(q, k, "Euclid")
             compare_ranking([h["id"] for h in hits], want, score_of)
 
-    c.ok("PUT", "/collections/t/index", {}, expect=202)  # the configured description: tree
+    c.ok("PUT", "/collections/t/vector_index", {}, expect=202)  # the configured description: tree
     info = wait_build(c, "t")
     assert info["index"]["build"] == "ready" and info["index"]["type"] == "tree", info
     assert info["index"]["description"] == "tree" and info["points_count"] == n
@@ -1065,7 +1071,7 @@ def test_hnsw_index_serves_and_hnsw_ef_widens_the_search(serve: Any, rng: np.ran
     upsert(c, "g", ids, X)
     upsert(c, "f", ids[:50], X[:50])
     live = Live(ids, X)
-    c.ok("PUT", "/collections/g/index", {}, expect=202)
+    c.ok("PUT", "/collections/g/vector_index", {}, expect=202)
     info = wait_build(c, "g")
     assert info["index"]["build"] == "ready" and info["index"]["type"] == "hnsw", info
     Q = rng.standard_normal((12, d)).astype(np.float32)

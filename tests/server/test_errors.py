@@ -120,7 +120,7 @@ def test_unknown_fields(fx: Fixture) -> None:
     fx.expect("POST", "/collections/e/points/query", {"query": {"discover": {}}}, words=("discover", "not supported"))
     fx.expect("POST", "/collections/e/points/query", {"query": GOOD, "using": "image"}, words=("named vectors",))
     fx.expect("POST", "/collections/e/points/count", {"filter": {}, "exact": True, "x": 1}, words=("unknown field 'x'",))
-    fx.expect("PUT", "/collections/e/index", {"index": "flat", "nlist": 3}, words=("unknown field 'nlist'",))
+    fx.expect("PUT", "/collections/e/vector_index", {"index": "flat", "nlist": 3}, words=("unknown field 'nlist'",))
     fx.expect("PUT", "/collections/e/snapshots/recover", {"location": "x.snapshot", "checksum": "0"},
               words=("unknown field 'checksum'",))
 
@@ -244,35 +244,108 @@ def test_search_parameters_refused(fx: Fixture) -> None:
 
 
 def test_filters_refused(fx: Fixture) -> None:
+    # Each malformed filter: 400 naming the field (its place in the filter) and what is wrong.
     search = "/collections/e/points/search"
+    kv = {"key": "k", "match": {"value": 1}}
     cases: list[tuple[Any, tuple[str, ...]]] = [
         ([], ("filter must be an object",)),
         ("k=1", ("filter must be an object",)),
-        ({"should": []}, ("unknown clause 'should'",)),
-        ({"must_not": [{"key": "k", "match": {"value": 1}}]}, ("unknown clause 'must_not'",)),
-        ({"must": {"key": "k", "match": {"value": 1}}}, ("filter.must must be an array",)),
+        ({"shoud": []}, ("unknown clause 'shoud'", "must, should, must_not or min_should")),
+        ({"must": 3}, ("filter.must must be an array",)),
         ({"must": [1]}, ("filter.must[0] must be an object",)),
-        ({"must": [{"key": "k"}]}, ("filter.must[0].match",)),
-        ({"must": [{"match": {"value": 1}}]}, ("filter.must[0].key",)),
-        ({"must": [{"key": "", "match": {"value": 1}}]}, ("key must be a non-empty string",)),
+        ({"must": [kv, {"key": "k"}]}, ("filter.must[1]", "needs match or range")),
+        ({"must": [{"match": {"value": 1}}]}, ("filter.must[0].key is required",)),
+        ({"must": [{"key": "", "match": {"value": 1}}]}, ("filter.must[0].key must be a non-empty string",)),
         ({"must": [{"key": 3, "match": {"value": 1}}]}, ("key must be a non-empty string",)),
-        ({"must": [{"key": "k", "match": {"value": 1}}, {"key": "k", "match": {"any": [1, 2]}}]},
-         ("filter.must[1].match", "'any'")),
-        ({"must": [{"key": "k", "range": {"gt": 1}}]}, ("unknown field 'range'",)),
-        ({"must": [{"key": "k", "match": {}}]}, ("match.value is missing",)),
+        ({"must": [{"key": "a..b", "match": {"value": 1}}]}, ("filter.must[0].key", "'a..b'", "not a payload path")),
+        ({"must": [{"key": "a[x]", "match": {"value": 1}}]}, ("'a[x]'", "not a payload path")),
+        ({"must": [{"key": "k", "mach": {"value": 1}}]}, ("filter.must[0]", "unknown field 'mach'")),
+        ({"must": [{"key": "k", "match": {"value": 1}, "range": {"gt": 1}}]}, ("filter.must[0]", "not both")),
+        # range: numbers only; datetimes, strings and unknown bounds refused
+        ({"must": [kv, {"key": "k", "range": {"gt": "1"}}]}, ("filter.must[1].range.gt must be a number",)),
+        ({"must": [{"key": "k", "range": {"gte": "2026-01-01T00:00:00Z"}}]}, ("range.gte", "datetime")),
+        ({"must": [{"key": "k", "range": {"gte": [1]}}]}, ("range.gte must be a number", "array")),
+        ({"must": [{"key": "k", "range": {"above": 1}}]}, ("filter.must[0].range", "unknown field 'above'")),
+        ({"must": [{"key": "k", "range": 5}]}, ("filter.must[0].range must be an object",)),
+        # match: one kind, the right types
+        ({"must": [{"key": "k", "match": {}}]}, ("filter.must[0].match must hold one of value, any, except or text",)),
         ({"must": [{"key": "k", "match": 1}]}, ("match must be an object",)),
+        ({"should": [kv, {"key": "k", "match": {"value": 1, "any": [1, 2]}}]},
+         ("filter.should[1].match", "not both 'any' and 'value'")),
+        ({"must": [{"key": "k", "match": {"equals": 1}}]}, ("filter.must[0].match", "unknown field 'equals'")),
+        ({"must": [{"key": "k", "match": {"phrase": "a b"}}]}, ("filter.must[0].match.phrase", "not supported")),
         ({"must": [{"key": "k", "match": {"value": 1.5}}]}, ("string, an integer or a bool", "number")),
         ({"must": [{"key": "k", "match": {"value": None}}]}, ("string, an integer or a bool", "null")),
         ({"must": [{"key": "k", "match": {"value": [1]}}]}, ("string, an integer or a bool", "array")),
         ({"must": [{"key": "k", "match": {"value": {"a": 1}}}]}, ("string, an integer or a bool", "object")),
+        ({"must": [{"key": "k", "match": {"value": 2**63}}]}, ("match.value is out of range", "int64")),
+        ({"must": [{"key": "k", "match": {"any": [1, "a"]}}]}, ("filter.must[0].match.any[1] must be an integer",)),
+        ({"must": [{"key": "k", "match": {"except": "a"}}]}, ("filter.must[0].match.except must be an array",)),
+        ({"must": [{"key": "k", "match": {"any": [1.5]}}]}, ("match.any[0] must be a string",)),
+        ({"must": [{"key": "k", "match": {"text": 3}}]}, ("filter.must[0].match.text must be a string",)),
+        # unsupported conditions: named as such
+        ({"must": [{"key": "k", "geo_radius": {"center": {"lon": 0, "lat": 0}, "radius": 1}}]},
+         ("filter.must[0].geo_radius", "not supported")),
+        ({"must": [{"key": "k", "values_count": {"gt": 1}}]}, ("filter.must[0].values_count", "not supported")),
+        ({"must": [{"has_vector": "v"}]}, ("filter.must[0].has_vector", "not supported")),
+        ({"must": [{"unknown_op": {"key": "k"}}]}, ("filter.must[0]", "unknown condition 'unknown_op'")),
+        # is_empty, is_null, has_id, nested
+        ({"must": [{"is_empty": "k"}]}, ("filter.must[0].is_empty must be an object",)),
+        ({"must": [{"is_null": {"key": "k", "x": 1}}]}, ("filter.must[0].is_null", "unknown field 'x'")),
+        ({"must": [{"is_empty": {"key": "k"}, "is_null": {"key": "k"}}]}, ("stands alone",)),
+        ({"must": [{"has_id": 5}]}, ("filter.must[0].has_id must be an array",)),
+        ({"must": [{"has_id": [1, -2]}]}, ("filter.must[0].has_id[1]", "point id")),
+        ({"must": [{"has_id": [1.5]}]}, ("filter.must[0].has_id[0]", "point id")),
+        ({"must": [{"nested": {"key": "a", "filter": {"must": [{"has_id": [1]}]}}}]},
+         ("nested.filter.must[0].has_id", "not supported")),
+        ({"must": [{"nested": {"key": "a"}}]}, ("filter.must[0].nested", "key and filter")),
+        ({"must": [{"must_not": [{"should": [{"key": "k", "range": {"lt": True}}]}]}]},
+         ("filter.must[0].must_not[0].should[0].range.lt must be a number",)),
+        # min_should
+        ({"min_should": {"conditions": [kv]}}, ("filter.min_should.min_count is required",)),
+        ({"min_should": {"conditions": [kv], "min_count": -1}}, ("filter.min_should.min_count", "non-negative")),
+        ({"min_should": {"min_count": 1}}, ("filter.min_should.conditions is required",)),
+        ({"min_should": [kv]}, ("filter.min_should must be an object",)),
+        ({"min_should": {"conditions": [kv], "min_count": 1, "max": 2}}, ("filter.min_should", "unknown field 'max'")),
     ]
     for f, words in cases:
         fx.expect("POST", search, {"vector": GOOD, "filter": f}, words=words)
     fx.expect("POST", "/collections/e/points/search/batch",
-              {"searches": [{"vector": GOOD}, {"vector": GOOD, "filter": {"should": []}}]}, words=("should",))
-    # A good filter still answers.
-    hits = fx.c.ok("POST", search, {"vector": GOOD, "limit": 5, "filter": {"must": [{"key": "k", "match": {"value": 4}}]}})
-    assert [h["id"] for h in hits] == [104]
+              {"searches": [{"vector": GOOD}, {"vector": GOOD, "filter": {"should": [{"key": "k", "range": {"gt": "x"}}]}}]},
+              words=("searches[1].filter.should[0].range.gt must be a number",))
+    # A good filter still answers; so do an empty one and a clause given as one condition.
+    for f in [{"must": [kv | {"match": {"value": 4}}]}, {"must": {"key": "k", "match": {"value": 4}}},
+              {"should": [{"has_id": [104]}], "must_not": None}]:
+        hits = fx.c.ok("POST", search, {"vector": GOOD, "limit": 5, "filter": f})
+        assert [h["id"] for h in hits] == [104], f
+
+
+def test_payload_indexes_refused(fx: Fixture) -> None:
+    index = "/collections/e/index"
+    for body, words in [
+        ({"field_name": "k", "field_schema": "keywrd"}, ("body.field_schema", "unknown type 'keywrd'")),
+        ({"field_name": "k", "field_schema": "geo"}, ("body.field_schema", "'geo'", "not supported")),
+        ({"field_name": "k", "field_schema": "text"}, ("'text'", "not supported")),
+        ({"field_name": "k", "field_schema": {"type": "integer", "lookup": True, "fast": True}},
+         ("body.field_schema", "unknown field 'fast'")),
+        ({"field_name": "k", "field_schema": {"type": "integer", "range": "yes"}}, ("field_schema.range", "true or false")),
+        ({"field_name": "k", "field_schema": {"lookup": True}}, ("body.field_schema.type is required",)),
+        ({"field_name": "k", "field_schema": 3}, ("body.field_schema must be a type name",)),
+        ({"field_name": "k"}, ("body.field_schema is required",)),
+        ({"field_name": "", "field_schema": "keyword"}, ("body.field_name must be a non-empty",)),
+        ({"field_name": "a..b", "field_schema": "keyword"}, ("body.field_name", "not a payload path")),
+        ({"field_name": 3, "field_schema": "keyword"}, ("body.field_name is required",)),
+        ({"field_schema": "keyword"}, ("body.field_name is required",)),
+        ({"field_name": "k", "field_schema": "keyword", "wait": True}, ("unknown field 'wait'",)),
+    ]:
+        fx.expect("PUT", index, body, words=words)
+    fx.expect("PUT", index + "?wait=maybe", {"field_name": "k", "field_schema": "integer"}, words=("wait",))
+    fx.expect("PUT", "/collections/nope/index", {"field_name": "k", "field_schema": "integer"}, status=404,
+              words=("nope",))
+    fx.expect("DELETE", "/collections/e/index/a..b", words=("not a payload path",))
+    fx.expect("DELETE", "/collections/e/index/a%ZZ", words=("malformed %-escape",))
+    fx.expect("DELETE", "/collections/nope/index/k", status=404, words=("nope",))
+    fx.expect("POST", index, {"field_name": "k", "field_schema": "integer"}, status=405, words=("not allowed",))
 
 
 def test_collections_refused(fx: Fixture) -> None:
@@ -288,7 +361,7 @@ def test_collections_refused(fx: Fixture) -> None:
         ("GET", "/collections/nope/points/1", None),
         ("POST", "/collections/nope/points/search", {"vector": GOOD}),
         ("POST", "/collections/nope/points/search/batch", {"searches": [{"vector": GOOD}]}),
-        ("PUT", "/collections/nope/index", {"index": "flat"}),
+        ("PUT", "/collections/nope/vector_index", {"index": "flat"}),
         ("POST", "/collections/nope/snapshots", None),
         ("GET", "/collections/nope/snapshots", None),
         ("PUT", "/collections/nope/snapshots/recover", {"location": "nope-1.snapshot"}),
@@ -327,8 +400,8 @@ def test_collections_refused(fx: Fixture) -> None:
     fx.expect("PUT", "/collections/e", {"vectors": {"size": 8, "distance": "Dot"}}, status=409, words=("already exists",))
     # A bad index description for an existing collection: refused at once, its config unchanged.
     for desc, words in [("diskann", ("diskann",)), ("ivf_flat,nlist=-3", ("nlist",)), ("ivf_flat,nprobe=x", ("nprobe",))]:
-        fx.expect("PUT", "/collections/e/index", {"index": desc}, words=words)
-    fx.expect("PUT", "/collections/e/index", {"index": ["flat"]}, words=("index must be an index description",))
+        fx.expect("PUT", "/collections/e/vector_index", {"index": desc}, words=words)
+    fx.expect("PUT", "/collections/e/vector_index", {"index": ["flat"]}, words=("index must be an index description",))
     # Nothing was created outside the data directory either (unchanged() compares its parent too).
     assert not (fx.s.data_dir.parent / "etc").exists()
     # The longest valid name is a collection like any other.
@@ -347,7 +420,7 @@ def test_routes_and_methods(fx: Fixture) -> None:
     for method, path in [
         ("DELETE", "/collections"), ("POST", "/collections/e"), ("PATCH", "/collections/e"),
         ("PUT", "/collections/e/points/search"), ("DELETE", "/collections/e/points/100"),
-        ("POST", "/collections/e/index"), ("DELETE", "/collections/e/snapshots"),
+        ("POST", "/collections/e/vector_index"), ("DELETE", "/collections/e/snapshots"),
         ("POST", "/collections/e/snapshots/recover"),
     ]:
         fx.expect(method, path, {}, status=405, words=(method, "not allowed"))
@@ -454,7 +527,7 @@ def test_api_key(serve: Any, rng: np.random.Generator) -> None:
         ("GET", "/collections/e/points/100", None),
         ("POST", "/collections/e/points/search", {"vector": GOOD}),
         ("POST", "/collections/e/points/search/batch", {"searches": [{"vector": GOOD}]}),
-        ("PUT", "/collections/e/index", {"index": "ivf_flat,nlist=2"}),
+        ("PUT", "/collections/e/vector_index", {"index": "ivf_flat,nlist=2"}),
         ("POST", "/collections/e/snapshots", None),
         ("GET", "/collections/e/snapshots", None),
         ("PUT", "/collections/e/snapshots/recover", {"location": snap}),

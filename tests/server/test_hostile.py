@@ -63,7 +63,7 @@ def test_deep_json_on_every_route_is_refused_before_parsing(serve: Any, rng: np.
         ("POST", "/collections/h/points/search", lambda d: '{"vector":' + json.dumps(VEC) + ',"filter":' +
          '{"must":[{"key":"k","match":{"value":' + nested(d) + "}}]}}"),
         ("POST", "/collections/h/points/search/batch", lambda d: '{"searches":[{"vector":' + nested(d) + "}]}"),
-        ("PUT", "/collections/h/index", lambda d: '{"index":' + nested(d) + "}"),
+        ("PUT", "/collections/h/vector_index", lambda d: '{"index":' + nested(d) + "}"),
         ("PUT", "/collections/h/snapshots/recover", lambda d: '{"location":' + nested(d) + "}"),
     ]
     for depth in [10**3, 10**4, 60000, 10**5, 10**6]:
@@ -313,7 +313,7 @@ def test_error_lines_quote_requests_short_and_escaped(serve: Any, rng: np.random
         ("POST", "/collections/h/points/search?timeout=" + "9" * 5000 + "x", {"vector": VEC}),
         ("PUT", "/collections/new", {"vectors": {"size": 4, "distance": evil}}),
         ("PUT", "/collections/new", {"vectors": {"size": 4, "distance": "Dot"}, "index": evil}),
-        ("PUT", "/collections/h/index", {"index": "ivf_flat,nlist=" + evil}),
+        ("PUT", "/collections/h/vector_index", {"index": "ivf_flat,nlist=" + evil}),
     ]
     for method, path, body in cases:
         status, _, b = c.request(method, path, body)

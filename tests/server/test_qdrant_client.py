@@ -193,6 +193,36 @@ def test_a_tutorial_session_equals_numpy(client: Any, rng: np.random.Generator) 
     for p in everything:
         assert p.payload == model.points[p.id][1], p.id
 
+    # Payload indexes, then the filter language through the client's models, against the model.
+    qc.create_payload_index(name, field_name="color", field_schema=models.PayloadSchemaType.KEYWORD)
+    qc.create_payload_index(name, field_name="rank", field_schema=models.PayloadSchemaType.INTEGER)
+    schema = qc.get_collection(name).payload_schema
+    assert schema["color"].data_type == models.PayloadSchemaType.KEYWORD and schema["color"].points > 0
+    assert schema["rank"].data_type == models.PayloadSchemaType.INTEGER
+    filters = [
+        (models.Filter(must=[models.FieldCondition(key="rank", range=models.Range(gte=20, lt=60))]),
+         lambda p: isinstance(p.get("rank"), int) and 20 <= p["rank"] < 60),
+        (models.Filter(should=[models.FieldCondition(key="color", match=models.MatchValue(value="red")),
+                               models.FieldCondition(key="tags", match=models.MatchAny(any=["b"]))]),
+         lambda p: p.get("color") == "red" or "b" in p.get("tags", [])),
+        (models.Filter(must_not=[models.FieldCondition(key="color", match=models.MatchValue(value="green"))],
+                       must=[models.IsEmptyCondition(is_empty=models.PayloadField(key="tags"))]),
+         lambda p: p.get("color") != "green" and not p.get("tags")),
+        (models.Filter(must=[models.HasIdCondition(has_id=[ids[7], uids[8], bids[9], cids[10]])]),
+         None),
+    ]
+    for flt, where in filters:
+        if where is None:
+            chosen = {str(i) for i in [ids[7], uids[8], bids[9], cids[10]]}
+            where_id = lambda i: str(i) in chosen  # noqa: E731
+            want_ids = [i for i in model.points if where_id(i)]
+        else:
+            want_ids = model.ids(where)
+        assert qc.count(name, count_filter=flt, exact=True).count == len(want_ids)
+        got = qc.query_points(name, query=Q[5].tolist(), query_filter=flt, limit=12).points
+        keep = set(map(str, want_ids))
+        same_hits(got, [h for h in model.query(Q[5], n) if str(h[0]) in keep][:12])
+
     # Delete by ids and by filter.
     qc.delete(name, points_selector=models.PointIdsList(points=[ids[2], uids[3]]))
     del model.points[ids[2]], model.points[uids[3]]
