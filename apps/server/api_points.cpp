@@ -72,8 +72,7 @@ std::vector<int64_t> resolve_ids(const Collection& collection, const nlohmann::j
 void Api::upsert_points(Call& call) {
   auto collection = find(call.params[0]);
   const bool wait = wait_param(call);
-  std::vector<StoredPoint> points =
-      parse_upsert(parse_object(call.request.body, settings_.limits), collection->dim(), settings_.limits.payload);
+  std::vector<StoredPoint> points = parse_upsert_body(call.request.body, collection->dim(), settings_.limits);
   // Writes run on the pool (their fsync must not hold an I/O thread) and are acknowledged only
   // once durable and visible; wait=false answers the same way (its "acknowledged" is as strong).
   auto shared = std::make_shared<std::vector<StoredPoint>>(std::move(points));
