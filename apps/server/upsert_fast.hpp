@@ -1,8 +1,9 @@
 #pragma once
 // The fast reader of an upsert body (issue 34): simdjson's DOM parser, which validates the whole
 // text (grammar, UTF-8, escapes, numbers) before anything is read from it, then the points
-// straight off its tape: no tree of nodes, no string per number. It was measured at ~10x the
-// reference reader (nlohmann + parse_upsert) on 1,000 x 384 floats.
+// straight off its tape: no tree of nodes, no string per number. An upsert of 1,000 x 384 floats
+// with small payloads (8.5 MB) was read in 23 ms instead of the reference reader's 89 ms (measure
+// 5, simdjson 10, points 8).
 //
 // It only ever accepts: a body it cannot vouch for -- any error, and a few rare valid shapes
 // (a key repeated in the request's own objects, an id written "-0") -- gives std::nullopt, and
