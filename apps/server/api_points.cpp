@@ -20,6 +20,10 @@ namespace {
 
 constexpr int64_t kMaxLimit = 10000;
 
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 nlohmann::json point_json(const StoredPoint& p, bool with_payload, bool with_vector) {
   nlohmann::json j = {{"id", p.uuid.empty() ? nlohmann::json(p.id) : nlohmann::json(p.uuid)}};
   if (with_payload)
@@ -72,12 +76,21 @@ std::vector<int64_t> resolve_ids(const Collection& collection, const nlohmann::j
 void Api::upsert_points(Call& call) {
   auto collection = find(call.params[0]);
   const bool wait = wait_param(call);
+  const Clock::time_point parse_start = Clock::now();
   std::vector<StoredPoint> points = parse_upsert_body(call.request.body, collection->dim(), settings_.limits);
   // Writes run on the pool (their fsync must not hold an I/O thread) and are acknowledged only
   // once durable and visible; wait=false answers the same way (its "acknowledged" is as strong).
   auto shared = std::make_shared<std::vector<StoredPoint>>(std::move(points));
-  blocking(std::move(call), [this, collection, shared, wait](Call& c) {
-    collection->upsert(std::move(*shared));
+  const Clock::time_point posted = Clock::now();
+  double stages[5] = {seconds(call.request.received, parse_start), seconds(parse_start, posted)};
+  blocking(std::move(call), [this, collection, shared, wait, posted, stages](Call& c) mutable {
+    stages[2] = seconds(posted, Clock::now());
+    WriteTimes times;
+    collection->upsert(std::move(*shared), &times);
+    stages[2] += times.wait;
+    stages[3] = times.store;
+    stages[4] = times.apply;
+    metrics_.upsert_stages(stages);
     reply(c, 200, {{"result", {{"status", wait ? "completed" : "acknowledged"}}}});
   });
 }
