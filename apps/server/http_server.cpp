@@ -6,6 +6,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -104,8 +105,28 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     if (const std::string why = unsupported_coding(parser_->get()); !why.empty()) return refuse(501, why);
     stream_.expires_after(server_.limits_.request_timeout);
     if (parser_->is_done()) return on_body({});
+    if (const auto length = parser_->content_length(); length && *length >= kDirectBodyBytes && !parser_->chunked())
+      return read_body_direct(static_cast<size_t>(*length));
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
+  }
+
+  // A large body with a Content-Length is read straight into its string, as much at a time as
+  // the socket holds: Beast's parser reads 64 KiB per operation (a timer armed, an executor
+  // copied, a syscall, then a copy into the body each time), which cost a quarter of the
+  // server's CPU in an ingest of 1,000 x 384 floats per request (8.5 MB). The string keeps
+  // kBodyPadding bytes of spare capacity, so the JSON parser reads it without a padded copy.
+  void read_body_direct(size_t length) {
+    direct_body_.reserve(length + kBodyPadding);
+    direct_body_.resize(length);
+    const size_t have = std::min(buffer_.size(), length);  // body bytes read with the headers
+    asio::buffer_copy(asio::buffer(direct_body_.data(), have), buffer_.data());
+    buffer_.consume(have);
+    const size_t rest = length - have;
+    asio::async_read(
+        stream_, asio::buffer(direct_body_.data() + have, rest),
+        [rest](const beast::error_code& ec, size_t done) -> size_t { return ec ? 0 : rest - done; },
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
   }
 
   void on_body(beast::error_code ec) {
@@ -122,7 +143,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     const size_t q = target.find('?');
     r.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) r.query = std::string(target.substr(q + 1));
-    r.body = std::move(req.body());
+    r.body = direct_body_.empty() ? std::move(req.body()) : std::move(direct_body_);
+    direct_body_ = std::string();
     if (auto it = req.find("api-key"); it != req.end()) r.api_key = std::string(it->value());
     if (auto it = req.find(http::field::authorization); it != req.end()) r.authorization = std::string(it->value());
     r.received = received_;
@@ -180,9 +202,13 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     stream_.socket().close(ignored);
   }
 
+  // Bodies from this size on are read by read_body_direct; smaller ones (searches) by Beast.
+  static constexpr uint64_t kDirectBodyBytes = 256 * 1024;
+
   beast::tcp_stream stream_;
   asio::io_context& io_;  // the one thread that runs every handler of this connection
   beast::flat_buffer buffer_;
+  std::string direct_body_;  // read_body_direct's body, until on_body hands it on
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   HttpServer& server_;

@@ -22,8 +22,8 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 using simdjson::dom::object;
 
-// A parser's buffers and a padded copy of the body (simdjson reads up to SIMDJSON_PADDING bytes
-// past the end; the body's string has no room for them).
+// A parser's buffers and a padded copy of the body when its string has no room past its end for
+// the SIMDJSON_PADDING bytes simdjson may read (large bodies have it: http_server.hpp).
 struct Scratch {
   simdjson::dom::parser parser;
   std::unique_ptr<char[]> text;
@@ -206,14 +206,17 @@ std::optional<std::vector<StoredPoint>> read_upsert_fast(const std::string& body
   if (std::memchr(body.data(), '\0', body.size())) return std::nullopt;
   std::unique_ptr<Scratch> scratch = scratch_pool().take();
   Scratch& s = *scratch;
-  const size_t need = body.size() + simdjson::SIMDJSON_PADDING;
-  if (s.capacity < need) {
-    s.text.reset(new char[need]);
-    s.capacity = need;
+  const char* text = body.data();
+  if (body.capacity() - body.size() < simdjson::SIMDJSON_PADDING) {  // a small body, read by Beast
+    const size_t need = body.size() + simdjson::SIMDJSON_PADDING;
+    if (s.capacity < need) {
+      s.text.reset(new char[need]);
+      s.capacity = need;
+    }
+    text = static_cast<const char*>(std::memcpy(s.text.get(), body.data(), body.size()));
   }
-  std::memcpy(s.text.get(), body.data(), body.size());
   element root;
-  if (s.parser.parse(s.text.get(), body.size(), false).get(root)) return std::nullopt;
+  if (s.parser.parse(text, body.size(), false).get(root)) return std::nullopt;
   object o;
   if (root.get_object().get(o) || o.size() != 1) return std::nullopt;
   const auto [key, value] = *o.begin();
