@@ -60,7 +60,10 @@ void check_collection_name(const std::string& name) {
 }
 
 Api::Api(ApiSettings settings, Metrics& metrics)
-    : settings_(std::move(settings)), metrics_(metrics), pool_(static_cast<size_t>(settings_.blocking_threads)) {
+    : settings_(std::move(settings)),
+      data_dir_lock_(settings_.data_dir, "simkit serve", "stop it or serve another --data-dir"),
+      metrics_(metrics),
+      pool_(static_cast<size_t>(settings_.blocking_threads)) {
   fs::create_directories(settings_.data_dir / "collections");
   fs::create_directories(settings_.data_dir / "snapshots");
   for (const auto& entry : fs::directory_iterator(settings_.data_dir / "collections")) {
