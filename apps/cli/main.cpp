@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   simkit::cli::add_index_command(app);
 #if defined(SIMKIT_CLI_SERVER)  // Boost.Beast, SQLite and prometheus-cpp were found
   simkit::cli::add_serve_command(app);
+  simkit::cli::add_import_command(app);
   simkit::cli::add_loadgen_command(app);
 #endif
   simkit::cli::add_demo_command(app);
