@@ -77,7 +77,9 @@ void Api::upsert_points(Call& call) {
   auto collection = find(call.params[0]);
   const bool wait = wait_param(call);
   const Clock::time_point parse_start = Clock::now();
-  std::vector<StoredPoint> points = parse_upsert_body(call.request.body, collection->dim(), settings_.limits);
+  bool fast = false;
+  std::vector<StoredPoint> points = parse_upsert_body(call.request.body, collection->dim(), settings_.limits, &fast);
+  metrics_.upsert_body_read(fast);
   // Writes run on the pool (their fsync must not hold an I/O thread) and are acknowledged only
   // once durable and visible; wait=false answers the same way (its "acknowledged" is as strong).
   auto shared = std::make_shared<std::vector<StoredPoint>>(std::move(points));

@@ -19,6 +19,9 @@
 //                                                   parse, queue (write pool and writer lock),
 //                                                   store (SQLite, fsync), apply (index, payloads)
 //   simkit_upsert_requests_total                    counter: accepted upserts (the divisor)
+//   simkit_upsert_bodies_total{reader}              counter: accepted upsert bodies by the reader
+//                                                   that read them: fast, or reference (those the
+//                                                   fast one left to it: upsert_fast.hpp)
 
 #include <cstdint>
 #include <map>
@@ -49,6 +52,7 @@ class Metrics {
   /// One accepted upsert's seconds in each stage, in the order of kUpsertStages.
   static constexpr const char* kUpsertStages[] = {"receive", "parse", "queue", "store", "apply"};
   void upsert_stages(const double (&seconds)[5]);
+  void upsert_body_read(bool fast) { (fast ? fast_bodies_ : reference_bodies_)->Increment(); }
   /// Drops a deleted collection's gauges.
   void forget(const std::string& collection);
 
@@ -67,6 +71,8 @@ class Metrics {
   prometheus::Histogram* batch_size_;
   prometheus::Counter* upsert_stage_[5];
   prometheus::Counter* upserts_;
+  prometheus::Counter* fast_bodies_;
+  prometheus::Counter* reference_bodies_;
   // Family::Add hashes its labels on every call: keep what the hot path touches.
   std::mutex mutex_;
   std::map<std::pair<std::string, unsigned>, prometheus::Counter*> request_counters_;

@@ -110,10 +110,15 @@ std::vector<StoredPoint> parse_upsert(const nlohmann::json& body, int64_t dim, c
   return read_points(body["points"], dim, limits);
 }
 
-std::vector<StoredPoint> parse_upsert_body(const std::string& body, int64_t dim, const RequestLimits& limits) {
+std::vector<StoredPoint> parse_upsert_body(const std::string& body, int64_t dim, const RequestLimits& limits,
+                                           bool* fast) {
+  if (fast) *fast = false;
   if (!body.empty()) {
     check_body_shape(body, limits);  // before either parser builds anything
-    if (auto points = read_upsert_fast(body, dim, limits.payload)) return std::move(*points);
+    if (auto points = read_upsert_fast(body, dim, limits.payload)) {
+      if (fast) *fast = true;
+      return std::move(*points);
+    }
   }
   // Refused or unusual: the tree reader decides, and names the problem.
   return parse_upsert(parse_object(body, limits), dim, limits.payload);

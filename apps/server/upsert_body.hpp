@@ -23,6 +23,8 @@ std::vector<StoredPoint> parse_upsert(const nlohmann::json& body, int64_t dim, c
 /// The body as text, within `limits`: the same points parse_object + parse_upsert give, or the
 /// same error. Read by the fast reader (upsert_fast.hpp) when it can; anything it cannot vouch
 /// for goes to the reference reader.
-std::vector<StoredPoint> parse_upsert_body(const std::string& body, int64_t dim, const RequestLimits& limits);
+/// `fast` (when given) says which reader read it.
+std::vector<StoredPoint> parse_upsert_body(const std::string& body, int64_t dim, const RequestLimits& limits,
+                                           bool* fast = nullptr);
 
 }  // namespace simkit::server
