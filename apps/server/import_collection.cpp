@@ -133,7 +133,10 @@ ImportReport import_collection(const ImportOptions& o) {
       PointId& id = ids[static_cast<size_t>(i)];
       p.id = id.number;  // -1 for a UUID: the store assigns its internal id
       p.uuid = std::move(id.uuid);
-      p.vector.assign(vectors.view().row(i), vectors.view().row(i) + config.dim);
+      const float* row = vectors.view().row(i);
+      p.vector.resize(static_cast<size_t>(config.dim));
+      for (int64_t j = 0; j < config.dim; ++j)
+        p.vector[static_cast<size_t>(j)] = row[j] == 0.f ? 0.f : row[j];  // -0: 0, as an upsert stores it
       p.payload = std::move(payloads[static_cast<size_t>(i)]);
     }
     store->upsert(chunk);  // one transaction
