@@ -6,7 +6,6 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -117,21 +116,36 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   // server's CPU in an ingest of 1,000 x 384 floats per request (8.5 MB). The string keeps
   // kBodyPadding bytes of spare capacity, so the JSON parser reads it without a padded copy.
   void read_body_direct(size_t length) {
-    direct_body_.reserve(length + kBodyPadding);
-    direct_body_.resize(length);
-    const size_t have = std::min(buffer_.size(), length);  // body bytes read with the headers
-    asio::buffer_copy(asio::buffer(direct_body_.data(), have), buffer_.data());
-    buffer_.consume(have);
-    const size_t rest = length - have;
-    asio::async_read(
-        stream_, asio::buffer(direct_body_.data() + have, rest),
-        [rest](const beast::error_code& ec, size_t done) -> size_t { return ec ? 0 : rest - done; },
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
+    direct_length_ = length;
+    direct_filled_ = std::min(buffer_.size(), length);  // body bytes read with the headers
+    direct_body_.reserve(length + kBodyPadding);        // address space only, as Beast reserves it
+    direct_body_.resize(direct_filled_);
+    asio::buffer_copy(asio::buffer(direct_body_.data(), direct_filled_), buffer_.data());
+    buffer_.consume(direct_filled_);
+    read_body_more();
+  }
+
+  // The string grows ahead of the bytes by at most as many as have arrived (64 KiB at first), so
+  // that memory follows what a client sent, not what its Content-Length announced, and every
+  // byte is zeroed once.
+  void read_body_more() {
+    if (direct_filled_ == direct_length_) return on_body({});
+    if (direct_filled_ == direct_body_.size())
+      direct_body_.resize(std::min(direct_length_, direct_filled_ + std::max<size_t>(64 * 1024, direct_filled_)));
+    stream_.async_read_some(asio::buffer(direct_body_.data() + direct_filled_, direct_body_.size() - direct_filled_),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->direct_filled_ += n;
+                              if (ec) return self->on_body(ec);
+                              self->read_body_more();
+                            });
   }
 
   void on_body(beast::error_code ec) {
     in_request_ = false;
-    if (ec) return fail_read(ec);
+    if (ec) {
+      direct_body_ = std::string();
+      return fail_read(ec);
+    }
     if (!stream_.socket().is_open()) return;  // closed meanwhile (see on_header): never run it
     busy_ = true;
     stream_.expires_never();
@@ -208,7 +222,9 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   asio::io_context& io_;  // the one thread that runs every handler of this connection
   beast::flat_buffer buffer_;
-  std::string direct_body_;  // read_body_direct's body, until on_body hands it on
+  std::string direct_body_;   // read_body_direct's body, until on_body hands it on
+  size_t direct_length_ = 0;  // its Content-Length
+  size_t direct_filled_ = 0;  // bytes of it received so far
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   HttpServer& server_;

@@ -371,6 +371,22 @@ def test_large_bodies_slow_cut_and_pipelined(serve: Any) -> None:
     assert reply.count(b"HTTP/1.1 200") == 3, reply[:500]
     assert reply.rstrip().endswith(b"}") and b'"points_count":600' in reply, reply[-300:]
     assert points_count(c, "big") == 600
+    # Connections that announce 30 MB and send a few bytes hold memory for what they sent, not
+    # for what they announced.
+    rss0 = s.rss_kib()
+    socks = []
+    for _ in range(40):
+        so = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        so.sendall(b"PUT /collections/big/points HTTP/1.1\r\nHost: x\r\nContent-Length: 31000000\r\n\r\n"
+                   b'{"points": [')
+        socks.append(so)
+    time.sleep(0.5)
+    grown = s.rss_kib() - rss0
+    for so in socks:
+        so.close()
+    print(f"40 connections announcing 30 MB each: RSS grew {grown} KiB")
+    assert grown < 40 * 1024, grown
+    assert points_count(c, "big") == 600
 
 
 # ---------------------------------------------------------------- simkit import
