@@ -108,6 +108,18 @@ def make_bodies(args):
     return bodies
 
 
+def ready(port):
+    """Whether the server answers: GET /readyz is 200 once its collections are loaded (a server
+    without the route, 404, is ready when it listens)."""
+    try:
+        c = Client(port, 10)
+        status, _ = c.request("GET", "/readyz")
+        c.close()
+        return status in (200, 404)
+    except OSError:
+        return False
+
+
 def start_server(args, data_dir):
     cmd = [args.simkit, "serve", "--data-dir", data_dir, "--port", "0", "--host", "127.0.0.1",
            "--device", args.device] + args.server_arg
@@ -117,7 +129,7 @@ def start_server(args, data_dir):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(out_path, errors="replace").read())
-        if m:
+        if m and ready(int(m.group(1))):
             return proc, int(m.group(1)), err_path
         if proc.poll() is not None:
             fail(f"the server exited {proc.returncode} at start: {open(err_path, errors='replace').read()[-2000:]}")
