@@ -60,10 +60,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                   .Help("Upserts accepted (stored and applied)")
                   .Register(*registry_)
                   .Add({});
-  auto& bodies = prometheus::BuildCounter()
-                     .Name("simkit_upsert_bodies_total")
-                     .Help("Accepted upsert bodies by the reader that read them: fast, or reference (those the fast one left to it)")
-                     .Register(*registry_);
+  auto& bodies =
+      prometheus::BuildCounter()
+          .Name("simkit_upsert_bodies_total")
+          .Help(
+              "Accepted upsert bodies by the reader that read them: fast, or reference (those the fast one left to it)")
+          .Register(*registry_);
   fast_bodies_ = &bodies.Add({{"reader", "fast"}});
   reference_bodies_ = &bodies.Add({{"reader", "reference"}});
 }
