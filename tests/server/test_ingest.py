@@ -579,3 +579,11 @@ def test_import_wordnet(serve: Any, cli: str, shared_data: pathlib.Path, tmp_pat
         got = [h["id"] for h in hits]
         compare_ranking(got, truth[r].tolist(), {int(j): S[r, j] for j in set(got) | set(truth[r].tolist())})
         assert all(h["payload"]["doc"] == h["id"] for h in hits)
+
+
+def test_import_help_teaches(cli: str) -> None:
+    r = subprocess.run([cli, "import", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^Examples?:", r.stdout, re.M) and "--payloads" in r.stdout and "null" in r.stdout, r.stdout
+    r = subprocess.run([cli, "import", "--vectors", "x.npy"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--data-dir is required" in r.stderr and "simkit import --help" in r.stderr, r.stderr
