@@ -1,9 +1,9 @@
-# `simkit serve` and `simkit loadgen` (apps/server/): Boost.Beast/Asio (header-only, Debian's
-# libboost1.81-dev; 1.74's Beast lacks what the server uses), SQLite 3, prometheus-cpp's core
-# library, nlohmann-json and yaml-cpp (serve --config). SIMKIT_SERVER=AUTO builds them when all
-# are found, ON requires them.
+# `simkit serve`, `simkit import` and `simkit loadgen` (apps/server/): Boost.Beast/Asio
+# (header-only, Debian's libboost1.81-dev; 1.74's Beast lacks what the server uses), SQLite 3,
+# prometheus-cpp's core library, nlohmann-json, simdjson (the upsert bodies' fast reader) and
+# yaml-cpp (serve --config). SIMKIT_SERVER=AUTO builds them when all are found, ON requires them.
 set(SIMKIT_SERVER AUTO CACHE STRING
-    "Build the HTTP server and load generator: AUTO (when Boost >= 1.81, SQLite 3, prometheus-cpp, nlohmann-json and yaml-cpp are found), ON or OFF")
+    "Build the HTTP server and load generator: AUTO (when Boost >= 1.81, SQLite 3, prometheus-cpp, nlohmann-json, simdjson and yaml-cpp are found), ON or OFF")
 set_property(CACHE SIMKIT_SERVER PROPERTY STRINGS AUTO ON OFF)
 set(SIMKIT_HAVE_SERVER FALSE)
 if(SIMKIT_CLI AND NOT SIMKIT_SERVER STREQUAL "OFF")
@@ -31,11 +31,13 @@ if(SIMKIT_CLI AND NOT SIMKIT_SERVER STREQUAL "OFF")
   elseif(TARGET yaml-cpp)
     set(SIMKIT_YAML_CPP_TARGET yaml-cpp)
   endif()
+  find_package(simdjson CONFIG QUIET)
   find_package(Threads REQUIRED)
-  if(Boost_FOUND AND SQLite3_FOUND AND prometheus-cpp_FOUND AND nlohmann_json_FOUND AND SIMKIT_YAML_CPP_TARGET)
+  if(Boost_FOUND AND SQLite3_FOUND AND prometheus-cpp_FOUND AND nlohmann_json_FOUND AND simdjson_FOUND AND
+     SIMKIT_YAML_CPP_TARGET)
     set(SIMKIT_HAVE_SERVER TRUE)
     add_subdirectory(apps/server)
-    message(STATUS "simkit: server on (Boost ${Boost_VERSION}, SQLite ${SQLite3_VERSION})")
+    message(STATUS "simkit: server on (Boost ${Boost_VERSION}, SQLite ${SQLite3_VERSION}, simdjson ${simdjson_VERSION})")
   else()
     set(_missing "")
     if(NOT Boost_FOUND)
@@ -52,6 +54,9 @@ if(SIMKIT_CLI AND NOT SIMKIT_SERVER STREQUAL "OFF")
     endif()
     if(NOT SIMKIT_YAML_CPP_TARGET)
       list(APPEND _missing libyaml-cpp-dev)
+    endif()
+    if(NOT simdjson_FOUND)
+      list(APPEND _missing libsimdjson-dev)
     endif()
     if(SIMKIT_SERVER STREQUAL "ON")
       message(FATAL_ERROR "SIMKIT_SERVER=ON but these are missing: ${_missing} (scripts/setup.sh installs them)")

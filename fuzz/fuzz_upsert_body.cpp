@@ -1,6 +1,7 @@
-// Fuzzes the reader of an upsert body (apps/server/upsert_body.hpp): parse_object (with
-// measure_json / check_body_shape before it) and parse_upsert, with the payloads kept as
-// compact text (payload.hpp).
+// Fuzzes the readers of an upsert body (apps/server/upsert_body.hpp): the reference reader,
+// parse_object (with measure_json / check_body_shape before it) and parse_upsert, with the
+// payloads kept as compact text (payload.hpp); and parse_upsert_body, which tries the fast
+// reader (upsert_fast.hpp, simdjson) first, against it.
 //
 // Input: one byte (the collection's dimension is 1 + byte % 8, the limits variant byte / 8;
 // server_fuzz_support.hpp), then the body.
@@ -8,8 +9,11 @@
 // What must hold: a refusal is ApiError 400 or 413 and nothing else; every accepted point has a
 // non-negative id (no two alike), the collection's dimension and finite values, and a payload
 // that is empty or a JSON object in compact form within the payload limits -- which
-// check_stored_payload (what a recovered snapshot must pass) accepts too.
+// check_stored_payload (what a recovered snapshot must pass) accepts too. parse_upsert_body
+// accepts exactly what the reference reader accepts, with the same points (ids, UUIDs, vector
+// bits, payload text), and refuses the rest with the same status and message.
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <set>
@@ -24,6 +28,26 @@
 #include "upsert_body.hpp"
 
 using simkit::fuzz::check;
+
+namespace {
+
+// What a reader made of a body: its points, each field spelled out, or its refusal.
+template <typename Read>
+std::string outcome(Read&& read) {
+  try {
+    std::string out;
+    for (const auto& p : read()) {
+      out += std::to_string(p.id) + " " + p.uuid + " [";
+      for (const float x : p.vector) out += std::to_string(std::bit_cast<uint32_t>(x)) + ",";
+      out += "] " + p.payload + "\n";
+    }
+    return out;
+  } catch (const simkit::server::ApiError& e) {
+    return "refused " + std::to_string(e.status()) + ": " + e.what();
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
@@ -51,10 +75,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           "parse_object accepted a body with a NUL byte (and ignored what follows it)");
     const auto points = simkit::server::parse_upsert(j, dim, limits.payload);
     check(!points.empty(), "parse_upsert accepted no points");
-    std::set<int64_t> ids;
+    std::set<std::string> ids;
     for (const auto& p : points) {
-      check(p.id >= 0, "parse_upsert accepted a negative id");
-      check(ids.insert(p.id).second, "parse_upsert accepted an id twice");
+      // A UUID's internal id is the store's to assign: -1 until then (point_id.hpp).
+      check(p.uuid.empty() ? p.id >= 0 : p.id == -1, "parse_upsert accepted a negative id");
+      check(ids.insert(p.uuid.empty() ? std::to_string(p.id) : p.uuid).second, "parse_upsert accepted an id twice");
       check(static_cast<int64_t>(p.vector.size()) == dim, "parse_upsert accepted a vector of the wrong dimension");
       for (const float x : p.vector) check(std::isfinite(x), "parse_upsert accepted a value that is not finite");
       if (p.payload.empty()) continue;
@@ -69,5 +94,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(e.status() == 400 || e.status() == 413,
           "an upsert body refused with status " + std::to_string(e.status()) + ": " + e.what());
   }
+
+  const std::string reference = outcome(
+      [&] { return simkit::server::parse_upsert(simkit::server::parse_object(body, limits), dim, limits.payload); });
+  const std::string both = outcome([&] { return simkit::server::parse_upsert_body(body, dim, limits); });
+  check(both == reference, "parse_upsert_body and the reference reader disagree:\n" + both + "\n---\n" + reference);
   return 0;
 }

@@ -13,14 +13,14 @@ rm -rf .deps && mkdir -p .deps/debs
   libquadmath0 libcli11-dev libgtest-dev libgmock-dev \
   ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-c-headers opencl-clhpp-headers)
 for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
-# The server's libraries (apps/server/): SQLite, prometheus-cpp's core, nlohmann-json, yaml-cpp
-# (serve --config), and of
+# The server's libraries (apps/server/): SQLite, prometheus-cpp's core, nlohmann-json, simdjson,
+# yaml-cpp (serve --config), and of
 # Boost (about 180 MB of headers) only the ones the server and loadgen include, as g++ lists them.
 # (prometheus-cpp's CMake package wants civetweb, zlib and curl for pull and push, which the
 # server does not use: cmake/SimkitServer.cmake then finds the core library by itself.)
 mkdir -p .deps/server-debs .deps/server
 (cd .deps/server-debs && apt-get download libboost1.81-dev libsqlite3-dev libsqlite3-0 libprometheus-cpp-core1.0 \
-  prometheus-cpp-dev nlohmann-json3-dev libyaml-cpp-dev libyaml-cpp0.7)
+  prometheus-cpp-dev nlohmann-json3-dev libsimdjson-dev libsimdjson14 libyaml-cpp-dev libyaml-cpp0.7)
 for f in .deps/server-debs/*.deb; do dpkg -x "$f" .deps/server; done
 srv=.deps/server/usr
 for f in $(g++ -std=c++20 -MM -DBOOST_ASIO_NO_DEPRECATED -DBOOST_BEAST_USE_STD_STRING_VIEW -I"$srv/include" -Iinclude -Iapps/server -I/usr/include apps/server/*.cpp apps/cli/loadgen_*.cpp \

@@ -21,6 +21,7 @@ packages=(
   clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: libFuzzer + sanitizer runtimes, clang's OpenMP
   libboost1.81-dev libsqlite3-dev prometheus-cpp-dev  # `simkit serve`: Beast/Asio, the point store, /metrics
   libyaml-cpp-dev     # `simkit serve --config FILE`
+  libsimdjson-dev     # `simkit serve`: the upsert bodies' fast reader
   python3-dev python3-venv  # the Python package: headers for the extension module, .venv below
   ocl-icd-opencl-dev opencl-clhpp-headers pocl-opencl-icd  # OpenCL merge sort: ICD loader, C++ bindings, PoCL (CPU)
 )

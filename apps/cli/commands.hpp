@@ -20,6 +20,7 @@ void add_kcenter_command(CLI::App& app);   // kcenter_command.cpp
 void add_nbody_command(CLI::App& app);     // nbody_command.cpp: accel
 void add_index_command(CLI::App& app);     // index_command.cpp: build, add, remove, search, info
 void add_serve_command(CLI::App& app);     // serve_command.cpp: the HTTP server (apps/server/)
+void add_import_command(CLI::App& app);    // import_command.cpp: a collection written offline
 void add_loadgen_command(CLI::App& app);   // loadgen_command.cpp: open-loop HTTP load on a search server
 
 }  // namespace simkit::cli

@@ -122,8 +122,9 @@ int main(int argc, char** argv) {
   simkit::cli::add_kcenter_command(app);
   simkit::cli::add_nbody_command(app);
   simkit::cli::add_index_command(app);
-#if defined(SIMKIT_CLI_SERVER)  // Boost.Beast, SQLite and prometheus-cpp were found
+#if defined(SIMKIT_CLI_SERVER)  // the server's libraries were found (cmake/SimkitServer.cmake)
   simkit::cli::add_serve_command(app);
+  simkit::cli::add_import_command(app);
   simkit::cli::add_loadgen_command(app);
 #endif
   simkit::cli::add_demo_command(app);

@@ -123,7 +123,10 @@ bool wait_param(const Call& call) {
 }
 
 Api::Api(ApiSettings settings, Metrics& metrics)
-    : settings_(std::move(settings)), metrics_(metrics), pool_(static_cast<size_t>(settings_.blocking_threads)) {}
+    : settings_(std::move(settings)),
+      data_dir_lock_(settings_.data_dir, "simkit serve", "stop it or serve another --data-dir"),
+      metrics_(metrics),
+      pool_(static_cast<size_t>(settings_.blocking_threads)) {}
 
 int64_t Api::load_collections() {
   fs::create_directories(settings_.data_dir / "collections");

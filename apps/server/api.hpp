@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collection.hpp"
+#include "data_dir_lock.hpp"
 #include "http_server.hpp"
 #include "metrics.hpp"
 #include "request_limits.hpp"
@@ -55,8 +56,9 @@ struct Call {
 
 class Api {
  public:
-  /// Opens nothing yet: until load_collections() returns, every route but the probes and
-  /// /metrics answers 503 "loading collections" with Retry-After.
+  /// Locks data_dir (data_dir_lock.hpp; Error(io) when another process holds it) and opens
+  /// nothing yet: until load_collections() returns, every route but the probes and /metrics
+  /// answers 503 "loading collections" with Retry-After.
   Api(ApiSettings settings, Metrics& metrics);
   ~Api();
   /// Opens every collection under data_dir/collections (creating the folders if needed) and
@@ -144,6 +146,7 @@ class Api {
   std::filesystem::path snapshot_dir(const std::string& name) const;
 
   ApiSettings settings_;
+  DataDirLock data_dir_lock_;  // before the collections are opened: one process per data directory
   Metrics& metrics_;
   std::mutex collections_mutex_;
   std::map<std::string, std::shared_ptr<Collection>> collections_;

@@ -19,6 +19,10 @@ namespace simkit::server {
 
 namespace {
 
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 nlohmann::json point_json(const StoredPoint& p, const PayloadSelector& with_payload, bool with_vector) {
   nlohmann::json j = {{"id", p.uuid.empty() ? nlohmann::json(p.id) : nlohmann::json(p.uuid)}};
   if (with_payload.any()) j["payload"] = nlohmann::json::parse(select_payload(p.payload, with_payload), nullptr, false);
@@ -82,13 +86,23 @@ nlohmann::json update_result(const Collection& c, bool wait) {
 void Api::upsert_points(Call& call) {
   auto collection = find(call.params[0]);
   const bool wait = wait_param(call);
-  std::vector<StoredPoint> points =
-      parse_upsert(parse_object(call.request.body, settings_.limits), collection->dim(), settings_.limits.payload);
+  const Clock::time_point parse_start = Clock::now();
+  bool fast = false;
+  std::vector<StoredPoint> points = parse_upsert_body(call.request.body, collection->dim(), settings_.limits, &fast);
+  metrics_.upsert_body_read(fast);
   // Writes run on the pool (their fsync must not hold an I/O thread) and are acknowledged only
   // once durable and visible; wait=false answers the same way (its "acknowledged" is as strong).
   auto shared = std::make_shared<std::vector<StoredPoint>>(std::move(points));
-  blocking(std::move(call), [this, collection, shared, wait](Call& c) {
-    collection->upsert(std::move(*shared));
+  const Clock::time_point posted = Clock::now();
+  double stages[5] = {seconds(call.request.received, parse_start), seconds(parse_start, posted)};
+  blocking(std::move(call), [this, collection, shared, wait, posted, stages](Call& c) mutable {
+    stages[2] = seconds(posted, Clock::now());
+    WriteTimes times;
+    collection->upsert(std::move(*shared), &times);
+    stages[2] += times.wait;
+    stages[3] = times.store;
+    stages[4] = times.apply;
+    metrics_.upsert_stages(stages);
     reply(c, 200, {{"result", update_result(*collection, wait)}});
   });
 }

@@ -22,6 +22,9 @@ namespace {
 namespace fs = std::filesystem;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 std::string index_file_name(int64_t seq) { return "index-" + std::to_string(seq) + ".simkit"; }
 
@@ -229,10 +232,13 @@ nlohmann::json Collection::info() {
   return j;
 }
 
-void Collection::upsert(std::vector<StoredPoint> stored) {
+void Collection::upsert(std::vector<StoredPoint> stored, WriteTimes* times) {
+  const auto t0 = Clock::now();
   std::lock_guard w(writer_mutex_);
   refuse_if_closed();
+  const auto t1 = Clock::now();
   const int64_t seq = store_->upsert(stored);  // durable from here on
+  const auto t2 = Clock::now();
   std::unique_lock lock(state_);
   apply(*index_, stored, {});
   index_payloads(stored, {});
@@ -245,6 +251,7 @@ void Collection::upsert(std::vector<StoredPoint> stored) {
   }
   index_seq_ = seq;
   points_gauge_.Set(static_cast<double>(index_->size()));
+  if (times) *times = {seconds_between(t0, t1), seconds_between(t1, t2), seconds_since(t2)};
 }
 
 int64_t Collection::remove(const std::vector<int64_t>& ids) {

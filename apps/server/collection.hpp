@@ -73,6 +73,12 @@ struct SearchJob {
   std::function<void(SearchOutcome&&)> done;  // called once, on the batcher's thread
 };
 
+/// Where one write's time went, in seconds: waiting for the writer lock, the durable store
+/// (SQLite up to its fsync), and the apply (index and payloads, under the state lock).
+struct WriteTimes {
+  double wait = 0, store = 0, apply = 0;
+};
+
 struct CollectionSettings {
   Context ctx;  // device and threads the searches and builds use
   BatcherLimits limits;
@@ -94,7 +100,7 @@ class Collection {
 
   /// Durable, then visible to searches, when it returns. Points are already validated
   /// (upsert_body.hpp): their payloads are compact JSON text.
-  void upsert(std::vector<StoredPoint> points);
+  void upsert(std::vector<StoredPoint> points, WriteTimes* times = nullptr);
   /// Returns how many of the ids were stored.
   int64_t remove(const std::vector<int64_t>& ids);
   /// Rewrites the payloads of the stored points among `ids` with `edit` (old text -> new text,

@@ -125,13 +125,48 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     if (const std::string why = unsupported_coding(parser_->get()); !why.empty()) return refuse(501, why);
     stream_.expires_after(server_.limits_.request_timeout);
     if (parser_->is_done()) return on_body({});
+    if (const auto length = parser_->content_length(); length && *length >= kDirectBodyBytes && !parser_->chunked())
+      return read_body_direct(static_cast<size_t>(*length));
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
   }
 
+  // A large body with a Content-Length is read straight into its string, as much at a time as
+  // the socket holds: Beast's parser reads 64 KiB per operation (a timer armed, an executor
+  // copied, a syscall, then a copy into the body each time), which cost a quarter of the
+  // server's CPU in an ingest of 1,000 x 384 floats per request (8.5 MB). The string keeps
+  // kBodyPadding bytes of spare capacity, so the JSON parser reads it without a padded copy.
+  void read_body_direct(size_t length) {
+    direct_length_ = length;
+    direct_filled_ = std::min(buffer_.size(), length);  // body bytes read with the headers
+    direct_body_.reserve(length + kBodyPadding);        // address space only, as Beast reserves it
+    direct_body_.resize(direct_filled_);
+    asio::buffer_copy(asio::buffer(direct_body_.data(), direct_filled_), buffer_.data());
+    buffer_.consume(direct_filled_);
+    read_body_more();
+  }
+
+  // The string grows ahead of the bytes by at most as many as have arrived (64 KiB at first), so
+  // that memory follows what a client sent, not what its Content-Length announced, and every
+  // byte is zeroed once.
+  void read_body_more() {
+    if (direct_filled_ == direct_length_) return on_body({});
+    if (direct_filled_ == direct_body_.size())
+      direct_body_.resize(std::min(direct_length_, direct_filled_ + std::max<size_t>(64 * 1024, direct_filled_)));
+    stream_.async_read_some(asio::buffer(direct_body_.data() + direct_filled_, direct_body_.size() - direct_filled_),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->direct_filled_ += n;
+                              if (ec) return self->on_body(ec);
+                              self->read_body_more();
+                            });
+  }
+
   void on_body(beast::error_code ec) {
     in_request_ = false;
-    if (ec) return fail_read(ec);
+    if (ec) {
+      direct_body_ = std::string();
+      return fail_read(ec);
+    }
     if (!stream_.socket().is_open()) return;  // closed meanwhile (see on_header): never run it
     busy_ = true;
     stream_.expires_never();
@@ -143,7 +178,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     const size_t q = target.find('?');
     r.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) r.query = std::string(target.substr(q + 1));
-    r.body = std::move(req.body());
+    r.body = direct_body_.empty() ? std::move(req.body()) : std::move(direct_body_);
+    direct_body_ = std::string();
     if (auto it = req.find("api-key"); it != req.end()) r.api_key = std::string(it->value());
     if (auto it = req.find(http::field::authorization); it != req.end()) r.authorization = std::string(it->value());
     r.received = received_;
@@ -226,9 +262,15 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   }
 
   const std::string client_;  // the peer's address (only when there is an access log)
+  // Bodies from this size on are read by read_body_direct; smaller ones (searches) by Beast.
+  static constexpr uint64_t kDirectBodyBytes = 256 * 1024;
+
   beast::tcp_stream stream_;
   asio::io_context& io_;  // the one thread that runs every handler of this connection
   beast::flat_buffer buffer_;
+  std::string direct_body_;   // read_body_direct's body, until on_body hands it on
+  size_t direct_length_ = 0;  // its Content-Length
+  size_t direct_filled_ = 0;  // bytes of it received so far
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   HttpServer& server_;

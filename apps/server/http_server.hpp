@@ -8,6 +8,7 @@
 // the handler (or a batcher thread, later) calls exactly once to send the response.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,6 +23,10 @@
 #include "io_pool.hpp"
 
 namespace simkit::server {
+
+/// Spare capacity a large body's string has past its end (HttpRequest::body): room for a JSON
+/// parser that reads a few bytes beyond the text (simdjson's padding), so it needs no copy.
+constexpr size_t kBodyPadding = 64;
 
 struct HttpRequest {
   std::string method;  // "GET", "PUT", ...

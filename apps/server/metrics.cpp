@@ -48,6 +48,31 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                      .Register(*registry_)
                      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
   for (const char* reason : {"queue_full", "deadline", "connections"}) rejected_->Add({{"reason", reason}});
+  auto& stages = prometheus::BuildCounter()
+                     .Name("simkit_upsert_seconds_total")
+                     .Help(
+                         "Seconds accepted upserts spent in each stage: receive (reading the body), parse, queue "
+                         "(write pool, writer lock), store (SQLite transaction and fsync), apply (index, payloads)")
+                     .Register(*registry_);
+  for (size_t i = 0; i < 5; ++i) upsert_stage_[i] = &stages.Add({{"stage", kUpsertStages[i]}});
+  upserts_ = &prometheus::BuildCounter()
+                  .Name("simkit_upsert_requests_total")
+                  .Help("Upserts accepted (stored and applied)")
+                  .Register(*registry_)
+                  .Add({});
+  auto& bodies =
+      prometheus::BuildCounter()
+          .Name("simkit_upsert_bodies_total")
+          .Help(
+              "Accepted upsert bodies by the reader that read them: fast, or reference (those the fast one left to it)")
+          .Register(*registry_);
+  fast_bodies_ = &bodies.Add({{"reader", "fast"}});
+  reference_bodies_ = &bodies.Add({{"reader", "reference"}});
+}
+
+void Metrics::upsert_stages(const double (&seconds)[5]) {
+  for (size_t i = 0; i < 5; ++i) upsert_stage_[i]->Increment(seconds[i]);
+  upserts_->Increment();
 }
 
 void Metrics::request(const std::string& route, unsigned code, double seconds) {

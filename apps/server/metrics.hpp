@@ -14,6 +14,14 @@
 //   simkit_search_short_total{collection}           counter: searches whose index found fewer
 //                                                   candidates than limit + offset (lsh buckets,
 //                                                   ivf lists), answered with fewer hits
+//   simkit_upsert_seconds_total{stage}              counter: where accepted upserts spent their
+//                                                   time: receive (the body off the socket),
+//                                                   parse, queue (write pool and writer lock),
+//                                                   store (SQLite, fsync), apply (index, payloads)
+//   simkit_upsert_requests_total                    counter: accepted upserts (the divisor)
+//   simkit_upsert_bodies_total{reader}              counter: accepted upsert bodies by the reader
+//                                                   that read them: fast, or reference (those the
+//                                                   fast one left to it: upsert_fast.hpp)
 
 #include <cstdint>
 #include <map>
@@ -41,6 +49,10 @@ class Metrics {
   prometheus::Gauge& queue_depth(const std::string& collection);
   prometheus::Gauge& points(const std::string& collection);
   prometheus::Counter& short_searches(const std::string& collection);
+  /// One accepted upsert's seconds in each stage, in the order of kUpsertStages.
+  static constexpr const char* kUpsertStages[] = {"receive", "parse", "queue", "store", "apply"};
+  void upsert_stages(const double (&seconds)[5]);
+  void upsert_body_read(bool fast) { (fast ? fast_bodies_ : reference_bodies_)->Increment(); }
   /// Drops a deleted collection's gauges.
   void forget(const std::string& collection);
 
@@ -57,6 +69,10 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* short_;
   prometheus::Histogram* queue_wait_;
   prometheus::Histogram* batch_size_;
+  prometheus::Counter* upsert_stage_[5];
+  prometheus::Counter* upserts_;
+  prometheus::Counter* fast_bodies_;
+  prometheus::Counter* reference_bodies_;
   // Family::Add hashes its labels on every call: keep what the hot path touches.
   std::mutex mutex_;
   std::map<std::pair<std::string, unsigned>, prometheus::Counter*> request_counters_;

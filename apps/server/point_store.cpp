@@ -285,6 +285,16 @@ int64_t PointStore::upsert(std::vector<StoredPoint>& points) {
   return seq;
 }
 
+void PointStore::begin_bulk() { exec(writer_, "PRAGMA synchronous=OFF"); }
+
+void PointStore::finish_bulk() {
+  exec(writer_, "PRAGMA synchronous=FULL");
+  // TRUNCATE: every page into the database file, synced, and the journal emptied, so the file
+  // is whole by itself (a copy of the folder needs nothing else).
+  exec(writer_, "PRAGMA wal_checkpoint(TRUNCATE)");
+  fsync_path(path_);
+}
+
 std::vector<int64_t> PointStore::remove(const std::vector<int64_t>& ids, int64_t* seq_out) {
   Transaction t(writer_);
   const int64_t seq = seq_ + 1;

@@ -73,6 +73,11 @@ class PointStore {
   /// internal id here (the one it has, or the next free one at or above kFirstUuidId), written
   /// into `points`. Returns the new sequence number.
   int64_t upsert(std::vector<StoredPoint>& points);
+  /// For a database no one else can see yet (`simkit import` fills it under a temporary name):
+  /// until finish_bulk(), commits skip their fsync. finish_bulk() folds the journal into the
+  /// database file and syncs it: the file is then complete and durable on its own.
+  void begin_bulk();
+  void finish_bulk();
   /// One durable transaction: deletes these ids (absent ones are ignored). Returns the ids that
   /// were present, and through `seq_out` the new sequence number.
   std::vector<int64_t> remove(const std::vector<int64_t>& ids, int64_t* seq_out);

@@ -1,11 +1,48 @@
 #include "request_limits.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "api_error.hpp"
 
 namespace simkit::server {
+
+namespace {
+
+// The bytes that end a number or a literal: measure_json skips everything else in one run.
+struct TokenEnd {
+  bool is[256] = {};
+  constexpr TokenEnd() {
+    for (const char c : std::string_view(",]}: \t\n\r\"[{")) is[static_cast<unsigned char>(c)] = true;
+  }
+};
+constexpr TokenEnd kTokenEnd;
+
+// Whether all 8 bytes of `w` are in '-' .. '9' (minus, dot, slash, digits: none ends a token).
+// A float's digits then go 8 at a time: an upsert of 1,000 x 384 floats is 8.5 MB, mostly such
+// digits, which byte by byte (a search of the set above for each) took 16 ms to measure, more
+// than simdjson takes to parse it (9.5 ms); 8 at a time, 5 ms.
+bool all_number_bytes(uint64_t w) {
+  constexpr uint64_t ones = 0x0101010101010101u, high = ones * 0x80;
+  const uint64_t below = (w - ones * '-') & ~w & high;           // a byte < '-' (or >= 0x80: not ASCII)
+  const uint64_t above = ((w + ones * (127 - '9')) | w) & high;  // a byte > '9'
+  return (below | above) == 0;
+}
+
+// One past the number or literal starting at text[i].
+size_t token_end(std::string_view text, size_t i) {
+  for (++i; i + 8 <= text.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, text.data() + i, 8);
+    if (!all_number_bytes(w)) break;
+  }
+  while (i < text.size() && !kTokenEnd.is[static_cast<unsigned char>(text[i])]) ++i;
+  return i;
+}
+
+}  // namespace
 
 JsonShape measure_json(std::string_view text) {
   JsonShape shape;
@@ -43,8 +80,7 @@ JsonShape measure_json(std::string_view text) {
       default:
         // A number or a literal: count it once, at its first character.
         ++shape.values;
-        while (i + 1 < text.size() && std::string_view(",]}: \t\n\r\"[{").find(text[i + 1]) == std::string_view::npos)
-          ++i;
+        i = token_end(text, i) - 1;
     }
   }
   return shape;
