@@ -13,6 +13,7 @@
 #include <simkit/matrix.hpp>
 
 #include "api_error.hpp"
+#include "log.hpp"
 #include "request_limits.hpp"
 
 namespace simkit::server {
@@ -109,8 +110,8 @@ void Collection::load() {
       saved_seq_ = saved.seq;
       how = saved.file + " + " + std::to_string(changes.upserted.size() + changes.deleted.size()) + " replayed";
     } catch (const Error& e) {
-      std::fprintf(stderr, "simkit serve: collection %s: index file %s unusable (%s); rebuilding from the points\n",
-                   name_.c_str(), saved.file.c_str(), e.what());
+      log_line(LogLevel::warn, "collection %s: index file %s unusable (%s); rebuilding from the points", name_.c_str(),
+               saved.file.c_str(), e.what());
     }
   }
   std::vector<int64_t> live;  // ascending: read_all goes in id order
@@ -132,9 +133,9 @@ void Collection::load() {
   payload_indexes_.reset(std::move(live));
   load_payload_indexes();
   points_gauge_.Set(static_cast<double>(index_->size()));
-  std::fprintf(stderr, "simkit serve: collection %s: %lld points, index %s (%s), %zu payload indexes in %.2f s\n",
-               name_.c_str(), static_cast<long long>(index_->size()), index_->description().c_str(), how.c_str(),
-               payload_indexes_.definitions().size(), seconds_since(t0));
+  log_line(LogLevel::info, "collection %s: %lld points, index %s (%s), %zu payload indexes in %.2f s", name_.c_str(),
+           static_cast<long long>(index_->size()), index_->description().c_str(), how.c_str(),
+           payload_indexes_.definitions().size(), seconds_since(t0));
 }
 
 void Collection::load_payload_indexes() {
@@ -142,8 +143,8 @@ void Collection::load_payload_indexes() {
   if (text.empty()) return;
   const nlohmann::json definitions = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!definitions.is_object()) {
-    std::fprintf(stderr, "simkit serve: collection %s: the payload index list is damaged (%s); none built\n",
-                 name_.c_str(), simkit::quoted(text).c_str());
+    log_line(LogLevel::warn, "collection %s: the payload index list is damaged (%s); none built", name_.c_str(),
+             simkit::quoted(text).c_str());
     return;
   }
   const auto text_of = [this](int64_t id) { return payload_of(id); };
@@ -155,8 +156,8 @@ void Collection::load_payload_indexes() {
       payload_indexes_.install(PayloadIndexes::build(*path, schema, payload_indexes_.live(), text_of));
     } catch (const std::exception& e) {
       // Not fatal: searches stay right without an index, only slower.
-      std::fprintf(stderr, "simkit serve: collection %s: payload index %s not built: %s\n", name_.c_str(),
-                   simkit::quoted(it.key()).c_str(), e.what());
+      log_line(LogLevel::warn, "collection %s: payload index %s not built: %s", name_.c_str(),
+               simkit::quoted(it.key()).c_str(), e.what());
     }
   }
 }
@@ -443,8 +444,7 @@ void Collection::build_index(const std::string& description) {
       save_index();
     } catch (const std::exception& e) {
       state = std::string("failed: ") + e.what();
-      std::fprintf(stderr, "simkit serve: collection %s: building %s failed: %s\n", name_.c_str(), description.c_str(),
-                   e.what());
+      log_line(LogLevel::error, "collection %s: building %s failed: %s", name_.c_str(), description.c_str(), e.what());
     }
     std::lock_guard g2(build_mutex_);
     build_state_ = state;
@@ -491,8 +491,8 @@ void Collection::close(bool save) {
   try {
     save_index();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "simkit serve: collection %s: saving the index failed (%s); it is rebuilt at the next start\n",
-                 name_.c_str(), e.what());
+    log_line(LogLevel::error, "collection %s: saving the index failed (%s); it is rebuilt at the next start",
+             name_.c_str(), e.what());
   }
 }
 

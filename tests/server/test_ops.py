@@ -157,10 +157,18 @@ def test_print_routes(cli: str) -> None:
         assert probe in routes, routes
 
 
-def test_log_level_error_is_quiet(serve: Any) -> None:
+def test_log_level_error_is_quiet(serve: Any, tmp_path: pathlib.Path) -> None:
     s = serve("--log-level", "error")
     err = s.stop()
     assert "simkit serve:" not in err, err  # no collections, nothing went wrong: not one line
+    # A collection's own lines follow the level too: "loaded" is info, shown by default only.
+    data = tmp_path / "logged"
+    s = serve(data_dir=data)
+    s.client().ok("PUT", "/collections/q", {"vectors": {"size": 2, "distance": "Dot"}})
+    s.restart()
+    assert "collection q: 0 points" in s.stop()
+    s = serve("--log-level", "error", data_dir=data)
+    assert "collection q" not in s.stop()
 
 
 # ---------------------------------------------------------------- access log
