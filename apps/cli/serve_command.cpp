@@ -64,7 +64,8 @@ void add_batching_options(CLI::App* sub, Flags& f) {
          "for 1, whose batches were larger)")
       ->check(CLI::Range(0, 64));
   sub->add_option("--max-queue", f.max_queue,
-                  "Searches (and writes) queued per collection before 429s (with Retry-After)")
+                  "Searches queued per collection, and requests waiting for the disk pool (writes, reads, snapshots) "
+                  "server-wide, before 429s with Retry-After")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}))
       ->capture_default_str();
   sub->add_option("--timeout-ms", f.timeout_ms,

@@ -260,7 +260,11 @@ void Api::route(Call& call) {
       return reply_error(call, 503,
                          "the server is loading its collections (GET /readyz answers 200 once it has); retry shortly",
                          {{"Retry-After", "1"}});
-    if (!call.params.empty()) check_collection_name(call.params[0]);
+    if (!call.params.empty()) {
+      check_collection_name(call.params[0]);
+      // An alias names its collection on every route, for every handler alike.
+      call.params[0] = collection_name(call.params[0]);
+    }
     return (this->*route.run)(call);
   }
   call.route = path_known ? "method not allowed" : "not found";
@@ -331,11 +335,16 @@ void Api::reply_error(Call& call, unsigned status, const std::string& message,
   answer(call, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), std::move(headers));
 }
 
+std::string Api::collection_name(const std::string& name) {
+  std::lock_guard g(collections_mutex_);
+  if (collections_.count(name)) return name;
+  auto alias = aliases_.find(name);
+  return alias == aliases_.end() ? name : alias->second;
+}
+
 std::shared_ptr<Collection> Api::find(const std::string& name) {
   std::lock_guard g(collections_mutex_);
   auto it = collections_.find(name);
-  if (it == collections_.end())
-    if (auto alias = aliases_.find(name); alias != aliases_.end()) it = collections_.find(alias->second);
   if (it == collections_.end()) {
     if (recovering_.count(name))
       throw ApiError(503, "collection '" + name + "' is being recovered from a snapshot; retry shortly");
@@ -348,7 +357,8 @@ void Api::blocking(Call&& call, std::function<void(Call&)> work) {
   if (pending_writes_.fetch_add(1) >= settings_.max_pending_writes) {
     pending_writes_.fetch_sub(1);
     metrics_.rejected("queue_full");
-    return reply_error(call, 429, "too many writes are waiting; retry later", {{"Retry-After", "1"}});
+    return reply_error(call, 429, "too many requests are waiting for the disk pool (--max-queue); retry later",
+                       {{"Retry-After", "1"}});
   }
   auto shared = std::make_shared<Call>(std::move(call));
   boost::asio::post(pool_, [this, shared, work = std::move(work)] {

@@ -82,6 +82,8 @@ class Api {
   void reply_error(Call& call, unsigned status, const std::string& message,
                    std::vector<std::pair<std::string, std::string>> headers = {});
   std::shared_ptr<Collection> find(const std::string& name);
+  /// The collection a route's name means: the alias's collection for an alias, else the name.
+  std::string collection_name(const std::string& name);
   /// Runs `work` on the blocking pool; it replies itself (errors thrown are answered).
   void blocking(Call&& call, std::function<void(Call&)> work);
   const ApiSettings& settings() const noexcept { return settings_; }

@@ -13,6 +13,7 @@
 
 #include "api.hpp"
 #include "api_error.hpp"
+#include "log.hpp"
 #include "request_json.hpp"
 
 namespace simkit::server {
@@ -49,7 +50,11 @@ void Api::load_aliases() {
   if (!fs::exists(file)) return;
   std::ifstream in(file);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object()) throw Error(ErrorCode::io, file.string() + " is damaged (not a JSON object)");
+  if (!j.is_object()) {
+    // Not fatal: the collections serve under their own names; the next alias change rewrites it.
+    log_line(LogLevel::warn, "%s is damaged (not a JSON object); no aliases loaded", file.c_str());
+    return;
+  }
   std::lock_guard g(collections_mutex_);
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it->is_string() && collections_.count(it->get<std::string>())) aliases_[it.key()] = it->get<std::string>();
@@ -108,6 +113,10 @@ void Api::update_aliases(Call& call) {
         const std::string to = name_field(v, "new_alias_name", at + "." + kind);
         auto it = next.find(from);
         if (it == next.end()) throw ApiError(404, "alias '" + from + "' does not exist");
+        {
+          std::lock_guard g(collections_mutex_);
+          if (collections_.count(to)) bad_request(at + ": '" + to + "' is a collection's name");
+        }
         const std::string target = it->second;
         next.erase(it);
         next[to] = target;

@@ -259,7 +259,7 @@ void Api::build_index(Call& call) {
   const nlohmann::json body = parse_object(call.request.body, settings_.limits, /*empty_is_object=*/true);
   check_fields(body, {"index"}, "body");
   auto collection = find(call.params[0]);
-  std::string description = collection->config().index;
+  std::string description = collection->index_description();
   if (body.contains("index")) {
     if (!body["index"].is_string())
       bad_request("body.index must be an index description such as \"ivf_flat,nlist=256\"");
@@ -384,7 +384,7 @@ void Api::recover_snapshot(Call& call) {
     try {
       // The copy we will use, not the file that may change; and each point as an upsert would
       // check it, since the old collection is gone by the time the index is built from them.
-      PointStore::check_file(staged, [this](const StoredPoint& p) {
+      const CollectionConfig config = PointStore::check_file(staged, [this](const StoredPoint& p) {
         for (float x : p.vector)
           if (!std::isfinite(x))
             throw Error(ErrorCode::io, "point " + std::to_string(p.id) + "'s vector holds NaN or infinity");
@@ -393,6 +393,8 @@ void Api::recover_snapshot(Call& call) {
                       "point " + std::to_string(p.id) + "'s vector is too long (squared norm past 2^125)");
         if (!p.payload.empty()) check_stored_payload(p.id, p.payload, settings_.limits.payload);
       });
+      // Its index description too: opening it must not fail once the old database is gone.
+      make_index(config.index, config.dim, metric_for_distance(config.distance));
     } catch (const std::exception& e) {
       fs::remove_all(staging);
       throw ApiError(400, std::string("snapshot refused: ") + e.what());

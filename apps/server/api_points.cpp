@@ -58,12 +58,12 @@ std::vector<int64_t> resolve_ids(const Collection& collection, const nlohmann::j
   return ids;
 }
 
-// Which points a write names: Qdrant's PointsSelector, ids or a filter (resolved on the pool,
-// where the write runs, so that it sees every write acknowledged before it).
+// Which points a write names: Qdrant's PointsSelector, ids or a filter (evaluated by the write
+// itself, with other writes held off, so that it sees every write acknowledged before it and no
+// write slips in between).
 struct Selection {
   std::vector<int64_t> ids;
   std::optional<Filter> filter;
-  std::vector<int64_t> resolve(Collection& c) const { return filter ? c.matching_ids(filter) : ids; }
 };
 
 Selection parse_selection(const Collection& collection, const nlohmann::json& body) {
@@ -114,7 +114,7 @@ void Api::delete_points(Call& call) {
   check_fields(body, {"points", "filter"}, "body");
   Selection selection = parse_selection(*collection, body);
   blocking(std::move(call), [this, collection, selection = std::move(selection), wait](Call& c) {
-    const int64_t removed = collection->remove(selection.resolve(*collection));
+    const int64_t removed = collection->remove(selection.ids, selection.filter);
     nlohmann::json result = update_result(*collection, wait);
     result["deleted"] = removed;
     reply(c, 200, {{"result", result}});
@@ -174,7 +174,8 @@ void Api::scroll_points(Call& call) {
     std::vector<StoredPoint> page = collection->scroll(from, limit + 1, with_vector, filter);
     nlohmann::json next = nullptr;
     if (static_cast<int64_t>(page.size()) > limit) {
-      next = collection->point_id(page.back().id).json();
+      const StoredPoint& last = page.back();  // its own uuid: the point may be gone by now
+      next = last.uuid.empty() ? nlohmann::json(last.id) : nlohmann::json(last.uuid);
       page.pop_back();
     }
     nlohmann::json list = nlohmann::json::array();
@@ -218,7 +219,7 @@ void Api::set_payload(Call& call) {
   blocking(std::move(call), [this, collection, selection = std::move(selection), keys = std::move(keys), limits,
                              overwrite, wait](Call& c) {
     const std::string replacement = overwrite && !keys.empty() ? payload_text(keys, limits, "body.payload") : "";
-    collection->edit_payloads(selection.resolve(*collection), [&](std::string_view old) {
+    collection->edit_payloads(selection.ids, selection.filter, [&](std::string_view old) {
       return overwrite ? replacement : merge_payload(old, keys, limits, "body.payload");
     });
     reply(c, 200, {{"result", update_result(*collection, wait)}});
@@ -243,7 +244,7 @@ void Api::delete_payload(Call& call) {
   Selection selection = parse_selection(*collection, body);
   blocking(std::move(call),
            [this, collection, selection = std::move(selection), keys = std::move(keys), clear, wait](Call& c) {
-             collection->edit_payloads(selection.resolve(*collection), [&](std::string_view old) {
+             collection->edit_payloads(selection.ids, selection.filter, [&](std::string_view old) {
                return clear ? std::string() : delete_payload_keys(old, keys);
              });
              reply(c, 200, {{"result", update_result(*collection, wait)}});

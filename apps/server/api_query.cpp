@@ -53,8 +53,9 @@ SearchQuery resolve_query(Collection& collection, QueryRequest&& q) {
     if (!scores_stay_finite(q.search.vector))
       bad_request("the recommendation's query vector is too long for its scores to stay finite");
   }
-  if (q.exact && collection.config().index != "flat" && collection.config().index != "tree")
-    bad_request("params.exact: collection '" + collection.name() + "' searches its " + collection.config().index +
+  const std::string description = q.exact ? collection.index_description() : std::string();
+  if (q.exact && description != "flat" && description != "tree")
+    bad_request("params.exact: collection '" + collection.name() + "' searches its " + description +
                 " index approximately; exact search needs a flat collection");
   return std::move(q.search);
 }
@@ -63,6 +64,11 @@ SearchQuery resolve_query(Collection& collection, QueryRequest&& q) {
 
 void Api::run_searches(Call&& call, const std::shared_ptr<Collection>& collection, std::vector<SearchQuery> queries,
                        AnswerShape shape) {
+  // More searches than the queue holds would be refused however long the client waited.
+  const int64_t max_queue = settings_.collection.limits.max_queue;
+  if (static_cast<int64_t>(queries.size()) > max_queue)
+    bad_request("this request holds " + std::to_string(queries.size()) + " searches; the server queues at most " +
+                std::to_string(max_queue) + " (--max-queue): send fewer at a time");
   const Clock::time_point deadline = deadline_of(call, settings_.timeout);
   struct Gather {
     std::mutex mutex;
@@ -99,6 +105,10 @@ void Api::run_searches(Call&& call, const std::shared_ptr<Collection>& collectio
   }
   gather->call = std::move(call);
   if (!collection->submit(jobs)) {
+    if (collection->closing())
+      return reply_error(gather->call, 503,
+                         "collection '" + collection->name() + "' is being deleted, recovered or shut down; retry",
+                         {{"Retry-After", "1"}});
     metrics_.rejected("queue_full");
     reply_error(gather->call, 429, "the search queue of collection '" + collection->name() + "' is full; retry later",
                 {{"Retry-After", "1"}});

@@ -77,6 +77,12 @@ class Batcher {
     return static_cast<int64_t>(queue_.size());
   }
 
+  /// True once stop() began: submit() refuses for good, not for a moment.
+  bool stopping() const {
+    std::lock_guard g(mutex_);
+    return stopping_;
+  }
+
   /// Runs what is queued, then stops the thread. Idempotent.
   void stop() {
     {

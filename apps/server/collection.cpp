@@ -195,6 +195,7 @@ void Collection::apply(Index& index, const std::vector<StoredPoint>& upserted,
 }
 
 nlohmann::json Collection::info() {
+  const std::string description = index_description();
   nlohmann::json j;
   std::string build;
   {
@@ -215,7 +216,7 @@ nlohmann::json Collection::info() {
                    {"replication_factor", 1},
                    {"write_consistency_factor", 1},
                    {"on_disk_payload", false}}},
-                 {"hnsw_config", hnsw_config(config_.index)},
+                 {"hnsw_config", hnsw_config(description)},
                  // Every acknowledged write is already durable (flush 0 s); deletes are repaired
                  // in place (hnsw at a tenth of the points marked), in one segment.
                  {"optimizer_config",
@@ -223,7 +224,7 @@ nlohmann::json Collection::info() {
                    {"vacuum_min_vector_number", 0},
                    {"default_segment_number", 1},
                    {"flush_interval_sec", 0}}},
-                 {"index", config_.index}};
+                 {"index", description}};
   j["index"] = {{"description", index_->description()},
                 {"type", index_->type()},
                 {"memory_bytes", index_->memory_bytes()},
@@ -255,9 +256,14 @@ void Collection::upsert(std::vector<StoredPoint> stored, WriteTimes* times) {
   if (times) *times = {seconds_between(t0, t1), seconds_between(t1, t2), seconds_since(t2)};
 }
 
-int64_t Collection::remove(const std::vector<int64_t>& ids) {
+int64_t Collection::remove(const std::vector<int64_t>& ids, const std::optional<Filter>& filter) {
   std::lock_guard w(writer_mutex_);
   refuse_if_closed();
+  if (filter) return remove_locked(matching_ids(filter));  // evaluated with writes held off
+  return remove_locked(ids);
+}
+
+int64_t Collection::remove_locked(const std::vector<int64_t>& ids) {
   int64_t seq = 0;
   const std::vector<int64_t> removed = store_->remove(ids, &seq);
   std::unique_lock lock(state_);
@@ -272,10 +278,11 @@ int64_t Collection::remove(const std::vector<int64_t>& ids) {
   return static_cast<int64_t>(removed.size());
 }
 
-int64_t Collection::edit_payloads(const std::vector<int64_t>& ids,
+int64_t Collection::edit_payloads(const std::vector<int64_t>& selected, const std::optional<Filter>& filter,
                                   const std::function<std::string(std::string_view)>& edit) {
   std::lock_guard w(writer_mutex_);
   refuse_if_closed();
+  const std::vector<int64_t> ids = filter ? matching_ids(filter) : selected;  // with writes held off
   std::vector<std::pair<int64_t, std::string>> changed;
   for (int64_t id : ids) {
     const std::optional<StoredPoint> p = store_->get(id, /*with_vector=*/false);  // writes are held off
@@ -340,17 +347,6 @@ std::optional<int64_t> Collection::resolve(const PointId& id) const {
   auto it = uuid_ids_.find(id.uuid);
   if (it == uuid_ids_.end()) return std::nullopt;
   return it->second;
-}
-
-PointId Collection::point_id(int64_t id) const {
-  PointId p;
-  if (id >= kFirstUuidId) {
-    std::shared_lock lock(state_);
-    auto it = uuids_.find(id);
-    if (it != uuids_.end()) p.uuid = it->second;
-  }
-  if (!p.is_uuid()) p.number = id;
-  return p;
 }
 
 std::string_view Collection::payload_of(int64_t id) const {
@@ -420,10 +416,16 @@ void Collection::build_index(const std::string& description) {
   std::lock_guard g(build_mutex_);
   if (building_) throw ApiError(409, "an index build is already running for collection '" + name_ + "'");
   if (builder_.joinable()) builder_.join();
-  if (description != config_.index) {
+  {
+    // A collection closed by a delete or a recover while this waited starts no thread: close()
+    // has taken (or is about to take, under build_mutex_) the builder it joins.
     std::lock_guard w(writer_mutex_);
-    store_->set_index_description(description);
-    config_.index = description;
+    refuse_if_closed();
+    if (description != index_description()) {
+      store_->set_index_description(description);
+      std::lock_guard d(description_mutex_);
+      config_.index = description;
+    }
   }
   building_ = true;
   build_state_ = "building " + description;
@@ -480,14 +482,22 @@ void Collection::refuse_if_closed() const {
 }
 
 void Collection::close(bool save) {
+  bool first = false;
   {
     std::lock_guard w(writer_mutex_);  // a write in progress finishes first; later ones are refused
-    if (closed_) return;
+    first = !closed_;
     closed_ = true;
   }
-  batcher_->stop();
-  if (builder_.joinable()) builder_.join();
-  if (!save) return;
+  if (first) batcher_->stop();
+  // Every call joins a build still running (the destructor's too): build_index starts none once
+  // closed_ is set, and assigns builder_ under build_mutex_, so the one taken here is the last.
+  std::thread builder;
+  {
+    std::lock_guard g(build_mutex_);
+    builder = std::move(builder_);
+  }
+  if (builder.joinable()) builder.join();
+  if (!first || !save) return;
   try {
     save_index();
   } catch (const std::exception& e) {

@@ -101,11 +101,19 @@ class Collection {
   /// Durable, then visible to searches, when it returns. Points are already validated
   /// (upsert_body.hpp): their payloads are compact JSON text.
   void upsert(std::vector<StoredPoint> points, WriteTimes* times = nullptr);
-  /// Returns how many of the ids were stored.
-  int64_t remove(const std::vector<int64_t>& ids);
-  /// Rewrites the payloads of the stored points among `ids` with `edit` (old text -> new text,
-  /// "" for none), durably, in one transaction; returns how many points it changed.
-  int64_t edit_payloads(const std::vector<int64_t>& ids, const std::function<std::string(std::string_view)>& edit);
+  /// Removes these ids, or with a filter the points it matches (evaluated after every write
+  /// before it, with writes held off); returns how many were stored.
+  int64_t remove(const std::vector<int64_t>& ids, const std::optional<Filter>& filter = std::nullopt);
+  /// Rewrites the payloads of the stored points among `ids` (or that `filter` matches, evaluated
+  /// with writes held off) with `edit` (old text -> new text, "" for none), durably, in one
+  /// transaction; returns how many points it changed.
+  int64_t edit_payloads(const std::vector<int64_t>& ids, const std::optional<Filter>& filter,
+                        const std::function<std::string(std::string_view)>& edit);
+  /// The index description the collection is configured with (a build may change it).
+  std::string index_description() const {
+    std::lock_guard d(description_mutex_);
+    return config_.index;
+  }
   /// The ids (ascending) of the points a filter matches (every point's with none), at one
   /// moment (the state lock held shared): what searches pass to the index as their allow-list,
   /// and what count, scroll and delete by filter read.
@@ -117,13 +125,13 @@ class Collection {
 
   /// Queues searches (all or none); false when the queue is full or the collection closing.
   bool submit(std::vector<Queued<SearchJob>>& jobs) { return batcher_->submit(jobs); }
+  /// True once the collection is closing (deleted, recovered, shut down): searches are refused for good.
+  bool closing() const { return batcher_->stopping(); }
 
   std::optional<StoredPoint> get(int64_t id, bool with_vector) { return store_->get(id, with_vector); }
   /// The internal id of an API point id: an integer is itself; a UUID the collection has never
   /// stored has none.
   std::optional<int64_t> resolve(const PointId& id) const;
-  /// The API id of an internal one (a UUID's stays a UUID).
-  PointId point_id(int64_t id) const;
   /// Up to `limit` points with id >= `from` (that `filter` matches), in id order.
   std::vector<StoredPoint> scroll(int64_t from, int64_t limit, bool with_vector, const std::optional<Filter>& filter);
 
@@ -173,7 +181,8 @@ class Collection {
   void save_index();
   void run_batch(std::vector<Queued<SearchJob>>& batch);
   void start_batcher();
-  void refuse_if_closed() const;  // under writer_mutex_
+  void refuse_if_closed() const;                           // under writer_mutex_
+  int64_t remove_locked(const std::vector<int64_t>& ids);  // under writer_mutex_
 
   std::string name_;
   std::filesystem::path dir_;
@@ -185,8 +194,9 @@ class Collection {
   prometheus::Gauge& points_gauge_;
   prometheus::Counter& short_searches_;
 
-  std::mutex writer_mutex_;          // one write (commit + apply) at a time; also guards saves
-  mutable std::shared_mutex state_;  // index_ and payloads_: shared by searches, exclusive for writes
+  mutable std::mutex description_mutex_;  // config_.index, which build_index changes
+  std::mutex writer_mutex_;               // one write (commit + apply) at a time; also guards saves
+  mutable std::shared_mutex state_;       // index_ and payloads_: shared by searches, exclusive for writes
   std::shared_ptr<Index> index_;
   std::unordered_map<int64_t, std::string> payloads_;  // compact JSON text (payload.hpp)
   std::unordered_map<int64_t, std::string> uuids_;     // internal id -> UUID, for the points named by one

@@ -57,6 +57,8 @@ void parse_what(const nlohmann::json& query, int64_t dim, const std::string& whe
     q.positive.push_back(parse_example(query, dim, where));
     return;
   }
+  if (query.is_object() && query.contains("mmr"))
+    bad_request(where + ".mmr (maximal marginal relevance) is not supported by this server");
   if (!query.is_object() || query.size() != 1)
     bad_request(where + " must be a vector, a point id, {\"nearest\": ...} or {\"recommend\": ...} (got " +
                 value_excerpt(query) + ")");
@@ -109,7 +111,10 @@ QueryRequest parse_query(const nlohmann::json& body, int64_t dim, int64_t max_li
   if (body.contains("with_payload"))
     q.search.with_payload = parse_payload_selector(body["with_payload"], where + ".with_payload");
   q.search.with_vector = bool_field(body, "with_vector", false, where);
-  if (body.contains("filter") && !body["filter"].is_null()) q.search.filter = parse_filter(body["filter"]);
+  if (body.contains("filter") && !body["filter"].is_null()) {
+    q.search.filter = parse_filter(body["filter"], where + ".filter");
+    if (q.search.filter->empty()) q.search.filter.reset();  // no condition: every point
+  }
   if (body.contains("params")) parse_params(body["params"], where + ".params", q);
   return q;
 }

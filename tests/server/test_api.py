@@ -1126,3 +1126,79 @@ def test_payload_operations_and_selectors(serve: Any, rng: np.random.Generator) 
     got = {p["id"]: p["payload"] for p in c.ok("POST", "/collections/pl/points/scroll", {"limit": 10})["points"]}
     assert got == want
     assert c.ok("POST", "/collections/pl/points/count", {"filter": flt})["count"] == 2
+
+
+def test_aliases_name_their_collection_on_every_route(serve: Any, rng: np.random.Generator, tmp_path: pathlib.Path) -> None:
+    import sqlite3
+
+    s = serve("--max-queue", "4")
+    c = s.client()
+    create_collection(c, "real", 3, "Dot")
+    upsert(c, "real", [1, 2, 3], np.eye(3, dtype=np.float32), [{"k": i} for i in range(3)])
+    c.ok("POST", "/collections/aliases", {"actions": [{"create_alias": {"collection_name": "real", "alias_name": "al"}}]})
+    assert c.ok("GET", "/collections/al/exists") == {"exists": True}
+    status, _, body = c.put("/collections/al", {"vectors": {"size": 3, "distance": "Dot"}})
+    assert status == 409 and "already exists" in body["status"]["error"], body
+    snap = c.ok("POST", "/collections/al/snapshots")["name"]
+    assert [x["name"] for x in c.ok("GET", "/collections/al/snapshots")] == [snap]
+    status, _, blob = c.request("GET", f"/collections/al/snapshots/{snap}")
+    assert status == 200
+    # A snapshot whose index description this server cannot build is refused; nothing changes.
+    bad = s.data_dir / "snapshots" / "real" / "bad.snapshot"
+    bad.write_bytes((s.data_dir / "snapshots" / "real" / snap).read_bytes())
+    with sqlite3.connect(bad) as db:
+        db.execute("UPDATE meta SET value = 'ivf_flat,nlist=banana' WHERE key = 'index'")
+    status, _, body = c.put("/collections/al/snapshots/recover", {"location": "bad.snapshot"})
+    assert status == 400 and "snapshot refused" in body["status"]["error"], body
+    assert c.ok("POST", "/collections/real/points/count", {})["count"] == 3
+    # Renaming an alias onto a collection's name is refused; recovering through the alias
+    # recovers the collection, not a new one named like the alias.
+    status, _, body = c.post("/collections/aliases", {"actions": [
+        {"rename_alias": {"old_alias_name": "al", "new_alias_name": "real"}}]})
+    assert status == 400 and "a collection's name" in body["status"]["error"], body
+    c.ok("POST", "/collections/al/points/delete", {"points": [1]})
+    assert c.ok("PUT", "/collections/al/snapshots/recover", {"location": snap}) is True
+    assert c.ok("POST", "/collections/real/points/count", {})["count"] == 3
+    assert [x["name"] for x in c.ok("GET", "/collections")["collections"]] == ["real"]
+    assert c.ok("DELETE", f"/collections/al/snapshots/{snap}") is True
+    # A batch of more searches than the queue holds is a 400, not a 429 to retry forever.
+    status, headers, body = c.post("/collections/al/points/search/batch", {"searches": [{"vector": [1, 0, 0]}] * 5})
+    assert status == 400 and "--max-queue" in body["status"]["error"], body
+    status, _, body = c.post("/collections/al/points/query", {"query": {"nearest": [1, 0, 0], "mmr": {}}})
+    assert status == 400 and "mmr" in body["status"]["error"], body
+    assert [h["id"] for h in c.ok("POST", "/collections/al/points/query", {"query": [0, 1, 0], "filter": {}})["points"]][0] == 2
+    # Deleting through the alias deletes the collection and drops the alias; a damaged alias
+    # table does not stop a restart.
+    c.ok("POST", "/collections/aliases", {"actions": [{"create_alias": {"collection_name": "real", "alias_name": "al2"}}]})
+    assert c.ok("DELETE", "/collections/al") is True
+    assert c.ok("GET", "/aliases") == {"aliases": []}
+    s.stop()
+    (s.data_dir / "aliases.json").write_text("{not json")
+    s.start()
+    assert "aliases.json is damaged" in s.stderr()
+    assert s.client().ok("GET", "/aliases") == {"aliases": []}
+
+
+def test_a_vector_index_build_racing_a_delete_never_kills_the_server(serve: Any, rng: np.random.Generator) -> None:
+    s = serve()
+    c = s.client()
+    X = rng.standard_normal((3000, 16)).astype(np.float32)
+    for round_ in range(16):
+        create_collection(c, "race", 16, "Euclid")
+        upsert(c, "race", list(range(3000)), X)
+        results: list[int] = []
+
+        def build() -> None:
+            bc = s.client()
+            status, _, _ = bc.put("/collections/race/vector_index", {"index": "hnsw,m=8,ef_construction=32"})
+            results.append(status)
+
+        t = threading.Thread(target=build)
+        t.start()
+        if round_ % 2:
+            time.sleep(0.005 * (round_ % 8))
+        assert c.ok("DELETE", "/collections/race") is True
+        t.join(timeout=60)
+        assert results and results[0] in (202, 404, 503), results
+        assert s.running()
+    assert c.get("/healthz")[0] == 200
