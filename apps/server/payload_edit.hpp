@@ -23,6 +23,7 @@ struct PayloadSelector {
   std::vector<std::string> keys;  // for include and exclude
   bool any() const noexcept { return kind != Kind::none; }
   static PayloadSelector all() { return {Kind::all, {}}; }
+  bool operator==(const PayloadSelector&) const = default;
 };
 
 /// Reads `with_payload`: true / false, a list of keys (include), {"include": [...]} or
