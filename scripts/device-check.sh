@@ -31,8 +31,9 @@
 # BENCH_SUITES=mergesort the merge sort study (MERGESORT_DEVICES, MERGESORT_ARGS).
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
-# needs (OpenBLAS, CLI11, GoogleTest) travel unpacked in .deps/root (scripts/fetch-device-deps.sh
-# makes it; name `.deps` in the device tool's carry list).
+# needs (OpenBLAS, CLI11, GoogleTest, the server's libraries) travel packed in .deps/root.tar.xz
+# (scripts/fetch-device-deps.sh makes it; name `.deps` in the device tool's carry list), unpacked
+# here into .deps/root on the first call.
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-$PWD/device-out}
@@ -40,6 +41,9 @@ mkdir -p "$OUT"
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SIMKIT_DEVICE_BUILD:-$root/build-device}  # inside the checkout: kept between device calls
 deps=$root/.deps/root/usr
+if [ -f "$root/.deps/root.tar.xz" ] && [ ! -d "$deps" ]; then
+  tar -C "$root/.deps" -xJf "$root/.deps/root.tar.xz" || { echo "device-check: cannot unpack .deps/root.tar.xz" >&2; exit 1; }
+fi
 # The WordNet data is read from ../shared/data (beside the checkout); on the device machine it
 # comes in .deps. The digits are in the working tree (tests/data).
 if [ ! -d "$root/../shared/data" ] && [ -d "$root/.deps/shared/data" ]; then
