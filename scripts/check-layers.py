@@ -65,6 +65,8 @@ LAYERS = [
     ("index", r"src/index/", {"core", "index", "index-tree"}, [],
      "an index family's shared code stays backend-free; its searchers live in its cpu/ and cuda/ "
      "folders"),
+    ("mpi", r"src/mpi/", {"core", "mpi"}, [],
+     "the MPI entry points (libsimkit_mpi) build on core: the metric plan and the float64 keys"),
     ("apps", r"apps/", {"apps"}, [],
      "applications use the public API"),
     ("python", r"python/src/", {"python"}, [],

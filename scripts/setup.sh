@@ -24,6 +24,7 @@ packages=(
   libsimdjson-dev     # `simkit serve`: the upsert bodies' fast reader
   python3-dev python3-venv  # the Python package: headers for the extension module, .venv below
   ocl-icd-opencl-dev opencl-clhpp-headers pocl-opencl-icd  # OpenCL merge sort: ICD loader, C++ bindings, PoCL (CPU)
+  libopenmpi-dev openmpi-bin  # MPI ranks: libsimkit_mpi, `mpirun -n P simkit knn` and its tests
 )
 
 missing=()

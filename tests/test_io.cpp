@@ -150,6 +150,30 @@ TEST_F(Io, NpyFloatRoundTripAndHeaderLayout) {
   }
 }
 
+TEST_F(Io, RowRangesReadTheSliceAndTheShape) {
+  // The slices an MPI rank reads (simkit/mpi.hpp): every range of rows, .npy (the slice alone)
+  // and .fvecs (read whole, the slice kept), bit for bit the rows read_matrix gives.
+  const Matrix<float> m = random_matrix(7, 5, 11);
+  for (const char* name : {"m.npy", "m.fvecs"}) {
+    const std::string p = path(name);
+    simkit::write_matrix(p, m);
+    const simkit::MatrixShape shape = simkit::read_matrix_shape(p);
+    EXPECT_EQ(shape.rows, 7);
+    EXPECT_EQ(shape.cols, 5);
+    for (int64_t first = 0; first <= 7; ++first)
+      for (int64_t count = 0; first + count <= 7; ++count) {
+        const Matrix<float> s = simkit::read_matrix_rows(p, first, count);
+        ASSERT_EQ(s.rows(), count);
+        ASSERT_EQ(s.cols(), 5);
+        EXPECT_EQ(std::memcmp(s.data(), m.data() + first * 5, static_cast<size_t>(count * 5) * sizeof(float)), 0)
+            << name << " rows " << first << " + " << count;
+      }
+    EXPECT_THROW(simkit::read_matrix_rows(p, 5, 3), simkit::Error);
+    EXPECT_THROW(simkit::read_matrix_rows(p, -1, 1), simkit::Error);
+    EXPECT_THROW(simkit::read_matrix_rows(p, 0, -1), simkit::Error);
+  }
+}
+
 TEST_F(Io, FvecsRoundTripIsBitExact) {
   for (const auto& [r, c] : kShapes) {
     Matrix<float> m = random_matrix(r, c, static_cast<uint32_t>(r + c));

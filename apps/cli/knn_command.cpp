@@ -18,6 +18,12 @@
 #include <simkit/knn.hpp>
 #include <simkit/metric.hpp>
 
+#if defined(SIMKIT_CLI_MPI)  // built with MPI (cmake/SimkitMPI.cmake): `mpirun -n P simkit knn`
+#include <cstdlib>
+
+#include <simkit/mpi.hpp>
+#endif
+
 #include "cli_support.hpp"
 #include "commands.hpp"
 #include "recall.hpp"
@@ -32,7 +38,152 @@ struct KnnOptions {
   RunOptions run;
 };
 
+KnnMethod method_of(const KnnOptions& o, Metric metric, int64_t d) {
+  const KnnMethod method = o.method == "tree"    ? KnnMethod::tree
+                           : o.method == "brute" ? KnnMethod::brute
+                                                 : KnnMethod::automatic;
+  if (method == KnnMethod::tree && metric != Metric::l2 && metric != Metric::sqeuclidean)
+    bad("--method tree serves --metric l2 and sqeuclidean (use --method brute for " + o.metric + ")");
+  if (method == KnnMethod::tree && d > 8)
+    bad("--method tree serves d <= 8, --base has d = " + std::to_string(d) + " (use --method brute)");
+  return method;
+}
+
+#if defined(SIMKIT_CLI_MPI)
+
+/// Launched by mpirun / mpiexec (Open MPI, or a PMIx / PMI launcher such as srun)?
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+/// MPI for the life of one command, finalized also when the command throws.
+struct MpiScope {
+  MpiScope() {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  }
+  ~MpiScope() { MPI_Finalize(); }
+  MpiScope(const MpiScope&) = delete;
+  MpiScope& operator=(const MpiScope&) = delete;
+};
+
+/// Runs `body` on every rank; when it throws on some rank, every rank throws the error of the
+/// lowest such rank (so no rank waits in a collective that another left), after its rank.
+template <class Body>
+void on_every_rank(Body body) {
+  std::string message;
+  int code = static_cast<int>(ErrorCode::invalid_argument);
+  try {
+    body();
+  } catch (const Error& e) {
+    message = e.what();
+    code = static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int mine = message.empty() ? std::numeric_limits<int>::max() : rank, first = 0;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == std::numeric_limits<int>::max()) return;
+  int head[2] = {code, static_cast<int>(message.size())};
+  MPI_Bcast(head, 2, MPI_INT, first, MPI_COMM_WORLD);
+  message.resize(static_cast<size_t>(head[1]));
+  MPI_Bcast(message.data(), head[1], MPI_CHAR, first, MPI_COMM_WORLD);
+  throw Error(static_cast<ErrorCode>(head[0]), (first == 0 ? "" : "rank " + std::to_string(first) + ": ") + message);
+}
+
+/// `mpirun -n P simkit knn ...`: rank r reads rows row_slice(n, P, r) of --base alone, every
+/// rank reads --queries, simkit::mpi::knn merges on rank 0, which writes the outputs.
+void run_knn_mpi(const KnnOptions& o) {
+  MpiScope scope;
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const bool root = rank == 0;
+
+  Metric metric{};
+  Context ctx;
+  Matrix<float> X, Q;
+  mpi::RowSlice slice;
+  int64_t n = 0, d = 0;
+  KnnMethod method{};
+  std::optional<Matrix<int64_t>> truth;
+  auto t0 = std::chrono::steady_clock::now();
+  on_every_rank([&] {
+    metric = parse_metric(o.metric);
+    if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
+    ctx = make_context(o.run);
+    check_output_path(o.ids, "--ids", {".npy", ".ivecs"});
+    if (!o.distances.empty()) check_output_path(o.distances, "--distances", {".npy", ".fvecs"});
+    check_distinct_outputs({{"--ids", o.ids}, {"--distances", o.distances}});
+    MatrixShape shape;
+    try {
+      shape = read_matrix_shape(o.base);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string("--base: ") + e.what());
+    }
+    n = shape.rows;
+    d = shape.cols;
+    if (n == 0 || d == 0)
+      bad("--base: " + quoted_path(o.base) + " holds no vectors (" + std::to_string(n) + " x " + std::to_string(d) +
+          ")");
+    slice = mpi::row_slice(n, ranks, rank);
+    try {
+      X = read_matrix_rows(o.base, slice.first, slice.rows);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string("--base: ") + e.what());
+    }
+    Q = read_points(o.queries, "--queries");
+    if (Q.cols() != d)
+      bad("dimension mismatch: --queries " + quoted_path(o.queries) + " has d = " + std::to_string(Q.cols()) +
+          ", --base " + quoted_path(o.base) + " has d = " + std::to_string(d));
+    if (o.k > n)
+      bad("-k " + std::to_string(o.k) + " exceeds the " + std::to_string(n) + " vectors in --base " +
+          quoted_path(o.base));
+    if (extension_of(o.ids) == ".ivecs" && n - 1 > std::numeric_limits<int32_t>::max())
+      bad("--ids: .ivecs holds int32 ids but --base has " + with_commas(n) + " rows; use .npy (int64)");
+    if (root && !o.truth.empty()) truth = read_truth(o.truth, Q.rows(), o.k);
+    method = method_of(o, metric, d);
+  });
+  const double read_s = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  KnnResult r = mpi::knn(ctx, MPI_COMM_WORLD, Q.view(), X.view(), slice.first, o.k, metric, method, 0);
+  const double search_s = seconds_since(t0);
+  if (!root) return;
+
+  t0 = std::chrono::steady_clock::now();
+  {
+    OutputSet outputs;
+    write_ids(outputs.stage(o.ids), r.ids.view());
+    if (!o.distances.empty()) write_matrix(outputs.stage(o.distances), r.values.view());
+    outputs.commit();
+  }
+  const double write_s = seconds_since(t0);
+  if (truth) print_recall(r.ids, *truth, o.k);
+  std::fflush(stdout);
+  std::string rows;
+  for (int p = 0; p < ranks && p < 8; ++p) rows += (p > 0 ? ", " : "") + with_commas(mpi::row_slice(n, ranks, p).rows);
+  if (ranks > 8) rows += ", ...";
+  std::fprintf(stderr, "simkit knn: %d MPI ranks, base rows per rank %s\n", ranks, rows.c_str());
+  std::fprintf(
+      stderr, "simkit knn: %s queries x %s base, d = %lld, k = %lld, %s over %d ranks: %s (read %s, write %s)\n",
+      with_commas(Q.rows()).c_str(), with_commas(n).c_str(), (long long)d, (long long)o.k, to_string(metric), ranks,
+      format_duration(search_s).c_str(), format_duration(read_s).c_str(), format_duration(write_s).c_str());
+}
+
+#endif
+
 void run_knn(const KnnOptions& o) {
+#if defined(SIMKIT_CLI_MPI)
+  if (launched_by_mpi()) {
+    run_knn_mpi(o);
+    return;
+  }
+#endif
   // Everything that needs no file first.
   const Metric metric = parse_metric(o.metric);
   if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
@@ -56,13 +207,7 @@ void run_knn(const KnnOptions& o) {
   const double read_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  const KnnMethod method = o.method == "tree"    ? KnnMethod::tree
-                           : o.method == "brute" ? KnnMethod::brute
-                                                 : KnnMethod::automatic;
-  if (method == KnnMethod::tree && metric != Metric::l2 && metric != Metric::sqeuclidean)
-    bad("--method tree serves --metric l2 and sqeuclidean (use --method brute for " + o.metric + ")");
-  if (method == KnnMethod::tree && X.cols() > 8)
-    bad("--method tree serves d <= 8, --base has d = " + std::to_string(X.cols()) + " (use --method brute)");
+  const KnnMethod method = method_of(o, metric, X.cols());
   KnnResult r = knn(ctx, Q.view(), X.view(), o.k, metric, method);
   const double search_s = seconds_since(t0);
   // After the search, which validates its input first: bad input fails with its own message
@@ -119,7 +264,10 @@ void add_knn_command(CLI::App& app) {
       "  simkit knn --base digits_base.fvecs --queries digits_query.fvecs -k 100 --metric sqeuclidean \\\n"
       "             --truth digits_groundtruth_sqeuclidean.ivecs --ids ids.ivecs --distances dist.npy\n"
       "  simkit knn --base cloud.npy --queries cloud.npy -k 16 --metric l2 --method tree --ids nn.npy --device cpu\n"
-      "recall@k = the fraction of each query's first k truth ids found among its k ids, averaged.");
+      "recall@k = the fraction of each query's first k truth ids found among its k ids, averaged.\n"
+      "Under mpirun (a build with MPI), each of the P ranks reads its contiguous slice of --base and rank 0\n"
+      "writes the same ids and distances as one process:\n"
+      "  mpirun -n 4 simkit knn --base base.npy --queries q.npy -k 10 --metric l2 --ids ids.npy --device cpu");
   sub->callback([o] { run_knn(*o); });
 }
 

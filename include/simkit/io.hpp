@@ -27,6 +27,20 @@ namespace simkit {
 /// integers beyond 2^24 or float64 beyond float range are refused rather than rounded silently).
 Matrix<float> read_matrix(const std::string& path);
 
+/// Rows [first, first + count) of the matrix read_matrix would read, for a process that holds
+/// one slice of a base (an MPI rank). An .npy file is read from its header and the slice alone;
+/// the .vecs formats are read whole and the slice kept. A range beyond the file's rows is
+/// Error(invalid_argument); the file is checked as read_matrix checks it.
+Matrix<float> read_matrix_rows(const std::string& path, int64_t first, int64_t count);
+
+/// The rows and columns read_matrix would return, from the header alone for .npy (the .vecs
+/// formats are read whole).
+struct MatrixShape {
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+MatrixShape read_matrix_shape(const std::string& path);
+
 /// Reads integer ids from .ivecs or an integer .npy (a float .npy is refused).
 Matrix<int64_t> read_ids(const std::string& path);
 

@@ -72,6 +72,7 @@ std::string build_info() {
     s << "  CUDA:         on, architectures " << detail::cuda_backend()->architectures() << "\n";
   else
     s << "  CUDA:         off (CPU-only build)\n";
+  s << "  MPI:          " << SIMKIT_BUILT_WITH_MPI << "\n";
   return s.str();
 }
 

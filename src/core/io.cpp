@@ -106,6 +106,35 @@ Matrix<float> read_matrix(const std::string& path) {
   return detail::vecs::read_floats(in, size, path, kind_of(f));
 }
 
+Matrix<float> read_matrix_rows(const std::string& path, int64_t first, int64_t count) {
+  const Format f = format_of(path);
+  uint64_t size = 0;
+  std::ifstream in = open_input(path, size);
+  if (count < 0)
+    throw Error(ErrorCode::invalid_argument, quoted_path(path) + ": negative row count " + std::to_string(count));
+  if (f == Format::npy) return detail::npy::read_floats(in, size, path, first, count);
+  const Matrix<float> all = detail::vecs::read_floats(in, size, path, kind_of(f));
+  if (first < 0 || first > all.rows() || count > all.rows() - first)
+    throw Error(ErrorCode::invalid_argument, quoted_path(path) + ": rows [" + std::to_string(first) + ", " +
+                                                 std::to_string(first + count) + ") are beyond its " +
+                                                 std::to_string(all.rows()) + " rows");
+  Matrix<float> out(count, all.cols());
+  std::copy(all.data() + first * all.cols(), all.data() + (first + count) * all.cols(), out.data());
+  return out;
+}
+
+MatrixShape read_matrix_shape(const std::string& path) {
+  const Format f = format_of(path);
+  uint64_t size = 0;
+  std::ifstream in = open_input(path, size);
+  if (f == Format::npy) {
+    const detail::npy::Header h = detail::npy::read_header(in, size, path);
+    return {h.rows, h.cols};
+  }
+  const Matrix<float> all = detail::vecs::read_floats(in, size, path, kind_of(f));
+  return {all.rows(), all.cols()};
+}
+
 Matrix<int64_t> read_ids(const std::string& path) {
   const Format f = format_of(path);
   if (f == Format::fvecs || f == Format::bvecs)

@@ -396,8 +396,17 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
-Matrix<float> read_floats(std::istream& in, uint64_t file_size, const std::string& path) {
-  const Header h = read_header(in, file_size, path);
+Matrix<float> read_floats(std::istream& in, uint64_t file_size, const std::string& path, int64_t first, int64_t count) {
+  Header h = read_header(in, file_size, path);
+  if (count >= 0) {
+    if (first < 0 || first > h.rows || count > h.rows - first)
+      throw Error(ErrorCode::invalid_argument, quoted_path(path) + ": rows [" + std::to_string(first) + ", " +
+                                                   std::to_string(first + count) + ") are beyond its " +
+                                                   std::to_string(h.rows) + " rows");
+    in.seekg(static_cast<std::streamoff>(h.data_offset + static_cast<uint64_t>(first * h.cols * item_size(h.dtype))));
+    if (!in) fail(path, "cannot seek to row " + std::to_string(first));
+    h.rows = count;
+  }
   switch (h.dtype) {
     case Dtype::f2: {
       Matrix<float> m = allocate<float>(h, path);

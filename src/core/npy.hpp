@@ -28,8 +28,11 @@ struct Header {
 /// Parses and validates the header (magic, version, dict, dtype, order, shape, size).
 Header read_header(std::istream& in, uint64_t file_size, const std::string& path);
 
-/// Float values; integers beyond 2^24 and float64 beyond float range are refused.
-Matrix<float> read_floats(std::istream& in, uint64_t file_size, const std::string& path);
+/// Float values; integers beyond 2^24 and float64 beyond float range are refused. With
+/// count >= 0 only rows [first, first + count) are read (the stream seeks past the others);
+/// a range beyond the array is Error(invalid_argument).
+Matrix<float> read_floats(std::istream& in, uint64_t file_size, const std::string& path, int64_t first = 0,
+                          int64_t count = -1);
 
 /// Integer values; float arrays and uint64 values beyond int64 are refused.
 Matrix<int64_t> read_ints(std::istream& in, uint64_t file_size, const std::string& path);

@@ -40,3 +40,10 @@ add_test(NAME cli_index_contract
          COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/index_contract.sh $<TARGET_FILE:simkit_cli>
                  ${SIMKIT_CLI_TEST_WORK}/index_contract)
 set_tests_properties(cli_index_contract PROPERTIES LABELS cpu TIMEOUT 120)
+
+# `mpirun -n 1/2/3 simkit knn` byte-identical to one process (every metric, awkward slices, the
+# digits set's exact ties); skipped (77) without mpirun or a build without MPI.
+add_test(NAME cli_mpi_knn
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/mpi_knn.sh $<TARGET_FILE:simkit_cli> ${SIMKIT_TEST_DATA_DIR}
+                 ${SIMKIT_CLI_TEST_WORK}/mpi_knn)
+set_tests_properties(cli_mpi_knn PROPERTIES LABELS cpu TIMEOUT 240 SKIP_RETURN_CODE 77)
