@@ -6,8 +6,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -89,10 +91,36 @@ void add_bench_examples(CLI::App& app) {
   bench->get_subcommand("knn")->footer("Example:\n  simkit bench knn --device gpu --cases 128 --csv knn.csv");
 }
 
+// Under mpirun every rank runs this process. Only `knn` splits its work over the ranks
+// (knn_command.cpp); any other command would run whole on each rank, each writing the same
+// outputs, so it is refused before it starts. The launcher's environment says how many ranks
+// there are (Open MPI, or a PMI launcher such as srun); no MPI call is needed to know.
+int mpi_ranks_launched() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* v = std::getenv(name)) return std::max(1, std::atoi(v));
+  return 1;
+}
+
+bool splits_over_mpi_ranks(const char* command) {
+#if defined(SIMKIT_CLI_MPI)
+  return command != nullptr && std::strcmp(command, "knn") == 0;
+#else
+  (void)command;
+  return false;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   prepare_runtime_environment(argc, argv);
+  if (const int ranks = mpi_ranks_launched(); ranks > 1 && !splits_over_mpi_ranks(argc > 1 ? argv[1] : nullptr)) {
+    std::fprintf(stderr,
+                 "simkit: error: launched as %d MPI ranks, but only `simkit knn` splits its work over ranks%s; "
+                 "run this command without mpirun\n",
+                 ranks, splits_over_mpi_ranks("knn") ? "" : " (and this build has no MPI)");
+    return 2;
+  }
   CLI::App app(
       "simkit: similarity matrices and exact k-nearest-neighbour search between point sets, on the CPU "
       "(OpenBLAS + OpenMP) and on NVIDIA GPUs (CUDA).",

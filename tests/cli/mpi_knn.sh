@@ -71,5 +71,15 @@ elif ! grep -q "exceeds the 5 vectors" bad.err || [ -e bad.npy ]; then
   fail=$((fail + 1))
 fi
 
+# Every other command is refused under several ranks, before it writes anything.
+if "${mpi[@]}" -n 2 "$simkit" gen --rows 10 --dim 3 --out gen.npy 2>gen.err; then
+  echo "FAIL: simkit gen ran under mpirun -n 2"
+  fail=$((fail + 1))
+elif ! grep -q "only \`simkit knn\` splits its work over ranks" gen.err || [ -e gen.npy ]; then
+  echo "FAIL: simkit gen under mpirun -n 2: unexpected error or output:"
+  cat gen.err
+  fail=$((fail + 1))
+fi
+
 echo "mpi_knn: $runs mpirun runs byte-identical to one process, $fail failures"
 [ "$fail" -eq 0 ]
