@@ -49,6 +49,16 @@ KnnMethod method_of(const KnnOptions& o, Metric metric, int64_t d) {
   return method;
 }
 
+// Writes --ids and --distances together (both or neither); returns the seconds it took.
+double write_outputs(const KnnOptions& o, const KnnResult& r) {
+  const auto t0 = std::chrono::steady_clock::now();
+  OutputSet outputs;
+  write_ids(outputs.stage(o.ids), r.ids.view());
+  if (!o.distances.empty()) write_matrix(outputs.stage(o.distances), r.values.view());
+  outputs.commit();
+  return seconds_since(t0);
+}
+
 #if defined(SIMKIT_CLI_MPI)
 
 /// Launched by mpirun / mpiexec (Open MPI, or a PMIx / PMI launcher such as srun)?
@@ -155,14 +165,7 @@ void run_knn_mpi(const KnnOptions& o) {
   const double search_s = seconds_since(t0);
   if (!root) return;
 
-  t0 = std::chrono::steady_clock::now();
-  {
-    OutputSet outputs;
-    write_ids(outputs.stage(o.ids), r.ids.view());
-    if (!o.distances.empty()) write_matrix(outputs.stage(o.distances), r.values.view());
-    outputs.commit();
-  }
-  const double write_s = seconds_since(t0);
+  const double write_s = write_outputs(o, r);
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
   std::string rows;
@@ -215,14 +218,7 @@ void run_knn(const KnnOptions& o) {
   const std::string where = describe_device(ctx);
   bar.finish();
 
-  t0 = std::chrono::steady_clock::now();
-  {
-    OutputSet outputs;
-    write_ids(outputs.stage(o.ids), r.ids.view());
-    if (!o.distances.empty()) write_matrix(outputs.stage(o.distances), r.values.view());
-    outputs.commit();
-  }
-  const double write_s = seconds_since(t0);
+  const double write_s = write_outputs(o, r);
 
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
