@@ -18,15 +18,13 @@
 #include <simkit/knn.hpp>
 #include <simkit/metric.hpp>
 
-#if defined(SIMKIT_CLI_MPI)  // built with MPI (cmake/SimkitMPI.cmake): `mpirun -n P simkit knn`
-#include <cstdlib>
-
-#include <simkit/mpi.hpp>
-#endif
-
 #include "cli_support.hpp"
 #include "commands.hpp"
 #include "recall.hpp"
+
+#if defined(SIMKIT_CLI_MPI)  // built with MPI (cmake/SimkitMPI.cmake): `mpirun -n P simkit knn`
+#include "mpi_launch.hpp"
+#endif
 
 namespace simkit::cli {
 
@@ -61,92 +59,33 @@ double write_outputs(const KnnOptions& o, const KnnResult& r) {
 
 #if defined(SIMKIT_CLI_MPI)
 
-/// Launched by mpirun / mpiexec (Open MPI, or a PMIx / PMI launcher such as srun)?
-bool launched_by_mpi() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
-    if (std::getenv(name) != nullptr) return true;
-  return false;
-}
-
-/// MPI for the life of one command, finalized also when the command throws.
-struct MpiScope {
-  MpiScope() {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  }
-  ~MpiScope() { MPI_Finalize(); }
-  MpiScope(const MpiScope&) = delete;
-  MpiScope& operator=(const MpiScope&) = delete;
-};
-
-/// Runs `body` on every rank; when it throws on some rank, every rank throws the error of the
-/// lowest such rank (so no rank waits in a collective that another left), after its rank.
-template <class Body>
-void on_every_rank(Body body) {
-  std::string message;
-  int code = static_cast<int>(ErrorCode::invalid_argument);
-  try {
-    body();
-  } catch (const Error& e) {
-    message = e.what();
-    code = static_cast<int>(e.code());
-  } catch (const std::exception& e) {
-    message = e.what();
-  }
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int mine = message.empty() ? std::numeric_limits<int>::max() : rank, first = 0;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (first == std::numeric_limits<int>::max()) return;
-  int head[2] = {code, static_cast<int>(message.size())};
-  MPI_Bcast(head, 2, MPI_INT, first, MPI_COMM_WORLD);
-  message.resize(static_cast<size_t>(head[1]));
-  MPI_Bcast(message.data(), head[1], MPI_CHAR, first, MPI_COMM_WORLD);
-  throw Error(static_cast<ErrorCode>(head[0]), (first == 0 ? "" : "rank " + std::to_string(first) + ": ") + message);
-}
-
-/// `mpirun -n P simkit knn ...`: rank r reads rows row_slice(n, P, r) of --base alone, every
-/// rank reads --queries, simkit::mpi::knn merges on rank 0, which writes the outputs.
+/// `mpirun -n P simkit knn ...`: rank r reads rows row_slice(n, P, r) of --base alone, rank 0
+/// reads --queries and broadcasts them, simkit::mpi::knn merges on rank 0, which writes the
+/// outputs.
 void run_knn_mpi(const KnnOptions& o) {
-  MpiScope scope;
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const MpiScope scope;
+  const int rank = scope.rank, ranks = scope.ranks;
   const bool root = rank == 0;
 
   Metric metric{};
   Context ctx;
-  Matrix<float> X, Q;
-  mpi::RowSlice slice;
-  int64_t n = 0, d = 0;
+  BaseSlice base;
+  Matrix<float> Q;
   KnnMethod method{};
   std::optional<Matrix<int64_t>> truth;
   auto t0 = std::chrono::steady_clock::now();
   on_every_rank([&] {
     metric = parse_metric(o.metric);
     if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
-    ctx = make_context(o.run);
+    ctx = rank_context(o.run);
     check_output_path(o.ids, "--ids", {".npy", ".ivecs"});
     if (!o.distances.empty()) check_output_path(o.distances, "--distances", {".npy", ".fvecs"});
     check_distinct_outputs({{"--ids", o.ids}, {"--distances", o.distances}});
-    MatrixShape shape;
-    try {
-      shape = read_matrix_shape(o.base);
-    } catch (const Error& e) {
-      throw Error(e.code(), std::string("--base: ") + e.what());
-    }
-    n = shape.rows;
-    d = shape.cols;
-    if (n == 0 || d == 0)
-      bad("--base: " + quoted_path(o.base) + " holds no vectors (" + std::to_string(n) + " x " + std::to_string(d) +
-          ")");
-    slice = mpi::row_slice(n, ranks, rank);
-    try {
-      X = read_matrix_rows(o.base, slice.first, slice.rows);
-    } catch (const Error& e) {
-      throw Error(e.code(), std::string("--base: ") + e.what());
-    }
-    Q = read_points(o.queries, "--queries");
+    base = read_base_slice(o.base, "--base", ranks, rank);
+  });
+  Q = read_points_on_root(o.queries, "--queries");
+  on_every_rank([&] {
+    const int64_t n = base.rows, d = base.cols;
     if (Q.cols() != d)
       bad("dimension mismatch: --queries " + quoted_path(o.queries) + " has d = " + std::to_string(Q.cols()) +
           ", --base " + quoted_path(o.base) + " has d = " + std::to_string(d));
@@ -161,17 +100,15 @@ void run_knn_mpi(const KnnOptions& o) {
   const double read_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  KnnResult r = mpi::knn(ctx, MPI_COMM_WORLD, Q.view(), X.view(), slice.first, o.k, metric, method, 0);
+  KnnResult r = mpi::knn(ctx, MPI_COMM_WORLD, Q.view(), base.X.view(), base.slice.first, o.k, metric, method, 0);
   const double search_s = seconds_since(t0);
   if (!root) return;
 
   const double write_s = write_outputs(o, r);
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
-  std::string rows;
-  for (int p = 0; p < ranks && p < 8; ++p) rows += (p > 0 ? ", " : "") + with_commas(mpi::row_slice(n, ranks, p).rows);
-  if (ranks > 8) rows += ", ...";
-  std::fprintf(stderr, "simkit knn: %d MPI ranks, base rows per rank %s\n", ranks, rows.c_str());
+  const int64_t n = base.rows, d = base.cols;
+  std::fprintf(stderr, "simkit knn: %d MPI ranks, base rows per rank %s\n", ranks, rows_per_rank(n, ranks).c_str());
   std::fprintf(
       stderr, "simkit knn: %s queries x %s base, d = %lld, k = %lld, %s over %d ranks: %s (read %s, write %s)\n",
       with_commas(Q.rows()).c_str(), with_commas(n).c_str(), (long long)d, (long long)o.k, to_string(metric), ranks,

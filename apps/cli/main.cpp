@@ -91,9 +91,9 @@ void add_bench_examples(CLI::App& app) {
   bench->get_subcommand("knn")->footer("Example:\n  simkit bench knn --device gpu --cases 128 --csv knn.csv");
 }
 
-// Under mpirun every rank runs this process. Only `knn` splits its work over the ranks
-// (knn_command.cpp); any other command would run whole on each rank, each writing the same
-// outputs, so it is refused before it starts. The launcher's environment says how many ranks
+// Under mpirun every rank runs this process. The commands of kSplitOverRanks split their work
+// over the ranks (apps/cli/mpi_launch.hpp); any other would run whole on each rank, each writing
+// the same outputs, so it is refused before it starts. The launcher's environment says how many ranks
 // there are (Open MPI, or a PMI launcher such as srun); no MPI call is needed to know.
 int mpi_ranks_launched() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
@@ -103,7 +103,10 @@ int mpi_ranks_launched() {
 
 bool splits_over_mpi_ranks(const char* command) {
 #if defined(SIMKIT_CLI_MPI)
-  return command != nullptr && std::strcmp(command, "knn") == 0;
+  static const char* const kSplitOverRanks[] = {"knn"};
+  for (const char* name : kSplitOverRanks)
+    if (command != nullptr && std::strcmp(command, name) == 0) return true;
+  return false;
 #else
   (void)command;
   return false;

@@ -12,8 +12,6 @@
 #include <simkit/mpi.hpp>
 
 #include <algorithm>
-#include <climits>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,48 +19,16 @@
 
 #include "core/exact_metric.hpp"
 #include "core/metric_plan.hpp"
+#include "mpi/collective.hpp"
 
 namespace simkit::mpi {
 
 namespace {
 
-int comm_rank(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
-
-int comm_size(MPI_Comm comm) {
-  int p = 0;
-  MPI_Comm_size(comm, &p);
-  return p;
-}
-
-/// Collective: when some rank has an error (a non-empty `message`), every rank throws the one of
-/// the lowest such rank, prefixed with its rank; otherwise returns on every rank.
-void agree(MPI_Comm comm, ErrorCode code, const std::string& message) {
-  const int rank = comm_rank(comm);
-  int mine = message.empty() ? INT_MAX : rank, first = INT_MAX;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == INT_MAX) return;
-  int head[2] = {static_cast<int>(code), static_cast<int>(message.size())};
-  MPI_Bcast(head, 2, MPI_INT, first, comm);
-  std::string text(static_cast<size_t>(head[1]), '\0');
-  if (rank == first) text = message;
-  MPI_Bcast(text.data(), head[1], MPI_CHAR, first, comm);
-  throw Error(static_cast<ErrorCode>(head[0]), "simkit::mpi::knn: rank " + std::to_string(first) + ": " + text);
-}
-
-/// FNV-1a over the bytes of Q, so that ranks can check that they hold the same queries.
-int64_t fingerprint(MatrixView<const float> Q) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(Q.data);
-  const size_t count = static_cast<size_t>(Q.size()) * sizeof(float);
-  for (size_t i = 0; i < count; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-  int64_t out;
-  std::memcpy(&out, &h, sizeof out);
-  return out;
-}
+using mpi_detail::agree;
+using mpi_detail::comm_rank;
+using mpi_detail::comm_size;
+constexpr const char* kWho = "simkit::mpi::knn";
 
 /// The float64 key simkit::knn ranked the pair (q, x) by: the re-score's exact key, or for l1
 /// (ranked on its float32 values) the value itself.
@@ -99,31 +65,17 @@ KnnResult knn(const Context& ctx, MPI_Comm comm, MatrixView<const float> Q, Matr
   else if (X_local.rows > 0 && X_local.cols != Q.cols)
     local = "dimensions differ: queries have d = " + std::to_string(Q.cols) +
             ", the base slice d = " + std::to_string(X_local.cols);
-  agree(comm, ErrorCode::invalid_argument, local);
-
-  const int64_t same[6] = {Q.rows,        Q.cols, k, static_cast<int64_t>(metric), static_cast<int64_t>(method),
-                           fingerprint(Q)};
-  int64_t lo[6], hi[6];
-  MPI_Allreduce(same, lo, 6, MPI_INT64_T, MPI_MIN, comm);
-  MPI_Allreduce(same, hi, 6, MPI_INT64_T, MPI_MAX, comm);
-  static const char* const kWhat[6] = {"query rows", "query dimension", "k", "metric", "method", "query values"};
-  for (int i = 0; i < 6; ++i)
-    if (lo[i] != hi[i])
-      throw Error(ErrorCode::invalid_argument, std::string("simkit::mpi::knn: the ranks disagree on the ") + kWhat[i] +
-                                                   " (every rank must pass the same)");
-
-  std::vector<int64_t> layout(2 * static_cast<size_t>(ranks));
-  const int64_t mine[2] = {row_offset, X_local.rows};
-  MPI_Allgather(mine, 2, MPI_INT64_T, layout.data(), 2, MPI_INT64_T, comm);
+  agree(comm, kWho, ErrorCode::invalid_argument, local);
+  mpi_detail::check_same(
+      comm, kWho,
+      {{"query rows", Q.rows},
+       {"query dimension", Q.cols},
+       {"k", k},
+       {"metric", static_cast<int64_t>(metric)},
+       {"method", static_cast<int64_t>(method)},
+       {"query values", mpi_detail::fingerprint(Q.data, static_cast<size_t>(Q.size()) * sizeof(float))}});
   int64_t n = 0;
-  for (int r = 0; r < ranks; ++r) {
-    if (layout[2 * size_t(r)] != n)
-      throw Error(ErrorCode::invalid_argument, "simkit::mpi::knn: rank " + std::to_string(r) + " starts at row " +
-                                                   std::to_string(layout[2 * size_t(r)]) +
-                                                   " but the slices before it end at row " + std::to_string(n) +
-                                                   " (slices must be contiguous in rank order from row 0)");
-    n += layout[2 * size_t(r) + 1];
-  }
+  const std::vector<int64_t> layout = mpi_detail::contiguous_layout(comm, kWho, row_offset, X_local.rows, n);
   if (k < 1 || k > n)
     throw Error(ErrorCode::invalid_argument, "simkit::mpi::knn: k = " + std::to_string(k) +
                                                  " must be between 1 and the base size n = " + std::to_string(n));
@@ -158,7 +110,7 @@ KnnResult knn(const Context& ctx, MPI_Comm comm, MatrixView<const float> Q, Matr
       local = e.what();
     }
   }
-  agree(comm, code, local);
+  agree(comm, kWho, code, local);
 
   // 3. Gather on root, a batch of queries at a time (MPI counts are int), and merge.
   KnnResult out{Matrix<float>(rank == root ? m : 0, rank == root ? k : 0),

@@ -1,0 +1,58 @@
+#pragma once
+// What every simkit::mpi entry needs from MPI before and after its own work: the rank and the
+// size, errors agreed on by every rank (so no rank waits in a collective another has left),
+// checks that the ranks were given the same arguments, and the contiguous row layout of the
+// ranks' slices.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include <simkit/error.hpp>
+
+namespace simkit::mpi_detail {
+
+int comm_rank(MPI_Comm comm);
+int comm_size(MPI_Comm comm);
+
+/// Collective: when some rank has an error (a non-empty `message`), every rank throws the one of
+/// the lowest such rank as Error(code of that rank, "<who>: rank <r>: <message>"); otherwise
+/// returns on every rank.
+void agree(MPI_Comm comm, const char* who, ErrorCode code, const std::string& message);
+
+/// Runs `body` on this rank, then agree()s on whatever it threw (Error keeps its code).
+template <class Body>
+void agree_on(MPI_Comm comm, const char* who, Body&& body) {
+  ErrorCode code = ErrorCode::invalid_argument;
+  std::string message;
+  try {
+    body();
+  } catch (const Error& e) {
+    code = e.code();
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  agree(comm, who, code, message);
+}
+
+/// FNV-1a over `bytes` bytes, so that ranks can check that they hold the same array.
+int64_t fingerprint(const void* data, size_t bytes);
+
+/// A value every rank must pass the same, with what to call it in the error.
+struct Same {
+  const char* what;
+  int64_t value;
+};
+/// Collective: throws Error(invalid_argument) on every rank, naming the first value on which
+/// the ranks differ.
+void check_same(MPI_Comm comm, const char* who, const std::vector<Same>& values);
+
+/// Collective: the ranks' slices {first row, rows}, gathered in rank order; throws
+/// Error(invalid_argument) on every rank unless they are contiguous from row 0. Returns the
+/// gathered layout (2 values per rank) and sets `total` to the rows of all of them.
+std::vector<int64_t> contiguous_layout(MPI_Comm comm, const char* who, int64_t first, int64_t rows, int64_t& total);
+
+}  // namespace simkit::mpi_detail
