@@ -24,7 +24,9 @@ int exit_status(ErrorCode code) noexcept {
 // ------------------------------------------------------------------ device and threads
 
 void add_run_options(CLI::App* sub, RunOptions& o) {
-  sub->add_option("--device", o.device, "cpu, gpu or auto (the GPU when this build has CUDA and one is visible)")
+  sub->add_option("--device", o.device,
+                  "cpu, gpu or auto (the GPU when this build has CUDA and one is visible); gpu:N for GPU N; "
+                  "gpu:0,1 or gpu:all to split knn and index searches over several GPUs")
       ->capture_default_str();
   sub->add_option("--threads", o.threads, "CPU threads for the CPU backend (0: all hardware threads)")
       ->check(CLI::Range(0, 1 << 16))
@@ -33,7 +35,7 @@ void add_run_options(CLI::App* sub, RunOptions& o) {
 
 Context make_context(const RunOptions& o, std::function<void(double)> progress) {
   Context ctx;
-  ctx.device = parse_device(o.device);
+  set_device(ctx, o.device);
   ctx.threads = o.threads;
   ctx.progress = std::move(progress);
   return ctx;
@@ -41,6 +43,12 @@ Context make_context(const RunOptions& o, std::function<void(double)> progress) 
 
 std::string describe_device(Context& ctx) {
   ctx.device = resolve_device(ctx);
+  if (ctx.device == Device::gpu && ctx.gpu_ids.size() > 1) {
+    std::string ids;
+    for (int id : ctx.gpu_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    const std::vector<GpuInfo> all = gpus();
+    return "gpus " + ids + " (" + std::to_string(ctx.gpu_ids.size()) + " x " + (all.empty() ? "?" : all[0].name) + ")";
+  }
   if (ctx.device == Device::gpu) {
     for (const GpuInfo& g : gpus())
       if (g.id == ctx.gpu_id) return "gpu " + std::to_string(g.id) + ", " + g.name;

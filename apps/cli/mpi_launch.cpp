@@ -42,7 +42,7 @@ void agree_on_error(int code, const std::string& message) {
 
 Context rank_context(const RunOptions& options) {
   Context ctx = make_context(options);
-  if (ctx.device == Device::cpu) return ctx;
+  if (ctx.device == Device::cpu || !ctx.gpu_ids.empty()) return ctx;  // gpu:0,1 splits within the rank
   // The launcher's local rank (Open MPI; else the PMIx / PMI one) picks among this host's GPUs.
   int local = 0;
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})

@@ -18,6 +18,13 @@ enum class Device {
 
 /// "cpu" | "gpu" | "auto"; throws Error(invalid_argument) otherwise.
 Device parse_device(const std::string& name);
+
+struct Context;
+/// Sets ctx.device, ctx.gpu_id and ctx.gpu_ids from a device name: "cpu", "gpu", "auto" (as
+/// parse_device); "gpu:N", one GPU; "gpu:0,1,3", several; "gpu:all", every visible GPU. Throws
+/// Error(invalid_argument) for a malformed name or a repeated id, Error(device) for "gpu:all"
+/// when no GPU is visible (a missing id is reported when a call resolves the device).
+void set_device(Context& ctx, const std::string& name);
 const char* to_string(Device d) noexcept;
 
 struct Context {
@@ -26,6 +33,14 @@ struct Context {
   int threads = 0;
   /// CUDA device ordinal.
   int gpu_id = 0;
+  /// Several CUDA devices (two or more ordinals; set_device("gpu:0,1") or "gpu:all"): knn and
+  /// the flat and ivf_flat searches split their base rows into one contiguous shard per GPU,
+  /// search the shards concurrently (a host thread per GPU; an index keeps each shard resident
+  /// on its GPU), and merge the per-shard top-k by knn's rule (float64 key, then the lower id)
+  /// with merge path: the same ids and values, bit for bit, as one GPU. They need host queries
+  /// and base; the stream below is not used then, and gpu_id is ignored. Every other call, and
+  /// these with device arrays, run on gpu_ids[0] alone. Empty or one ordinal: gpu_id alone.
+  std::vector<int> gpu_ids;
   /// Bytes of GPU memory simkit may allocate for working buffers (inputs that already live on
   /// the device are not counted). 0 means 80% of the memory free when the call starts.
   size_t gpu_memory_budget = 0;

@@ -33,9 +33,19 @@ def optional_module(name: str) -> Any:
     return importlib.import_module(name)
 
 
+def device_name(device: Any) -> str:
+    """A device keyword as simkit.Context reads it: a name ('cpu', 'cuda:all', 'gpu:0,1'), or a
+    list of GPU ids, which splits the work over those GPUs."""
+    if isinstance(device, (list, tuple)):
+        if not device or not all(isinstance(g, int) and not isinstance(g, bool) for g in device):
+            raise ValueError(f"device: a list of GPU ids must hold ints, got {device!r}")
+        return "gpu:" + ",".join(str(g) for g in device)
+    return text(device, "device")
+
+
 def context(
     ctx: Optional[_simkit.Context],
-    device: Optional[str],
+    device: Any,
     threads: Optional[int],
     gpu_memory: Optional[int],
 ) -> _simkit.Context:
@@ -49,7 +59,7 @@ def context(
         raise ValueError(f"context must be a simkit.Context, got {type(ctx).__name__}")
     base = ctx if ctx is not None else _simkit.Context()
     return _simkit.Context(
-        device=base.device if device is None else text(device, "device"),
+        device=base.device if device is None else device_name(device),
         threads=base.threads if threads is None else integer(threads, "threads"),
         gpu_memory=base.gpu_memory if gpu_memory is None else integer(gpu_memory, "gpu_memory"),
         gpu_id=base.gpu_id,

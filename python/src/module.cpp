@@ -41,11 +41,20 @@ PyObject* python_type(ErrorCode code) {
   return PyExc_RuntimeError;
 }
 
+/// 'cpu', 'gpu', 'auto', or 'gpu:0,1' for several GPUs: what set_device reads back.
+std::string device_name(const Context& c) {
+  std::string name = to_string(c.device);
+  for (size_t i = 0; i < c.gpu_ids.size(); ++i) name += (i == 0 ? ":" : ",") + std::to_string(c.gpu_ids[i]);
+  return name;
+}
+
 void bind_context(nb::module_& m) {
   nb::class_<Context>(m, "Context",
                       "Where and how simkit runs. Every function also takes these as keywords.\n\n"
                       "device: 'auto' (the GPU when this build has CUDA and one is visible, else the CPU), "
-                      "'cpu' or 'gpu'.\n"
+                      "'cpu', 'gpu' (or 'cuda'), one GPU 'gpu:1', or several: 'gpu:0,1', 'gpu:all' (or 'cuda:all'; "
+                      "function keywords also take a list of GPU ids): knn and the flat and ivf_flat searches then "
+                      "split the base over them and merge (the same answer as one GPU).\n"
                       "threads: CPU threads, 0 = all.\n"
                       "gpu_memory: bytes of GPU working memory simkit may allocate; None = 80% of what is free.\n"
                       "gpu_id: the CUDA device (arrays already on a GPU decide it themselves).\n\n"
@@ -62,13 +71,16 @@ void bind_context(nb::module_& m) {
                           "gpu_memory must be a positive number of bytes or None, got " + std::to_string(*gpu_memory));
             if (gpu_id < 0) throw Error(ErrorCode::invalid_argument, "gpu_id must be >= 0");
             new (c) Context();
-            c->device = parse_device(device);
             c->threads = threads;
             c->gpu_memory_budget = gpu_memory ? static_cast<size_t>(*gpu_memory) : 0;
             c->gpu_id = gpu_id;
+            // PyTorch's spelling of the GPU ('cuda', 'cuda:1') is simkit's 'gpu'.
+            set_device(*c, device.rfind("cuda", 0) == 0 ? "gpu" + device.substr(4) : device);
           },
           "device"_a = "auto", "threads"_a = 0, "gpu_memory"_a = nb::none(), "gpu_id"_a = 0)
-      .def_prop_ro("device", [](const Context& c) { return std::string(to_string(c.device)); })
+      .def_prop_ro("device", [](const Context& c) { return device_name(c); })
+      .def_prop_ro(
+          "gpu_ids", [](const Context& c) { return c.gpu_ids; }, "The GPUs work is split over ([] for one).")
       .def_prop_ro("threads", [](const Context& c) { return c.threads; })
       .def_prop_ro("gpu_memory",
                    [](const Context& c) -> std::optional<int64_t> {
@@ -81,9 +93,8 @@ void bind_context(nb::module_& m) {
           "'cpu' or 'gpu': where a call with only host arrays runs.")
       .def("__repr__", [](const Context& c) {
         std::string budget = c.gpu_memory_budget ? std::to_string(c.gpu_memory_budget) : "None";
-        return "simkit.Context(device='" + std::string(to_string(c.device)) +
-               "', threads=" + std::to_string(c.threads) + ", gpu_memory=" + budget +
-               ", gpu_id=" + std::to_string(c.gpu_id) + ")";
+        return "simkit.Context(device='" + device_name(c) + "', threads=" + std::to_string(c.threads) +
+               ", gpu_memory=" + budget + ", gpu_id=" + std::to_string(c.gpu_id) + ")";
       });
 }
 

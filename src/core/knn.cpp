@@ -4,6 +4,8 @@
 
 #include "core/backend.hpp"
 #include "core/expects.hpp"
+#include "core/parallel.hpp"
+#include "core/shards.hpp"
 #include "core/tree_knn.hpp"
 #include "core/validate.hpp"
 
@@ -34,6 +36,16 @@ const detail::Backend& checked_backend(const Context& ctx, MatrixView<const floa
 void knn(const Context& ctx, MatrixView<const float> Q, MatrixView<const float> X, int64_t k, Metric metric,
          MatrixView<float> values, MatrixView<int64_t> ids, KnnMethod method) {
   const detail::Backend& backend = checked_backend(ctx, Q, X, k, values, ids);
+  if (const std::vector<Context> shards = detail::gpu_shard_contexts(ctx, {Q.where, X.where, values.where, ids.where});
+      !shards.empty()) {
+    if (method == KnnMethod::tree) {  // refused here, not on every shard
+      const char* why = detail::tree_refusal(metric, X.cols, k, Device::gpu);
+      SIMKIT_EXPECTS(*why == '\0', unsupported, "knn: ", why, " (use method brute)");
+    }
+    detail::knn_over_shards(shards, Q, X, k, metric, values, ids, method, detail::cpu_threads(ctx));
+    if (ctx.progress) ctx.progress(1.0);
+    return;
+  }
   const detail::MetricPlan plan = detail::plan_metric(metric);
   const Device device = backend.device();
   const char* why = detail::tree_refusal(metric, X.cols, k, device);

@@ -3,7 +3,8 @@
 // Rows are then in id order only until a removal or a smaller id arrives. While they are, knn's
 // tie rule (equal values by row) is the contract's (by id) and the result is knn's with rows
 // renamed to ids; after, search_rows re-ranks ties by id (index/filtered_search.hpp). On the GPU
-// the rows stay resident between searches and follow the writes row by row (resident_rows.hpp).
+// the rows stay resident between searches and follow the writes row by row (resident_rows.hpp);
+// on several GPUs each holds a contiguous slice of them, uploaded again after a write.
 
 #include "index/flat/flat_index.hpp"
 #include "index/search_params.hpp"
@@ -18,6 +19,10 @@
 #include <simkit/error.hpp>
 
 #include "core/backend.hpp"
+#include "core/metric_plan.hpp"
+#include "core/parallel.hpp"
+#include "core/shard_merge.hpp"
+#include "core/shards.hpp"
 #include "index/filtered_search.hpp"
 #include "index/id_filter.hpp"
 #include "index/id_map.hpp"
@@ -59,6 +64,7 @@ class FlatIndex final : public Index {
     const int64_t n = size_locked();
     if (!append_in_id_order(X, ids, 0, vectors_, row_ids_, ids_)) ascending_ = false;
     device_.mark_from(n);
+    drop_shards();
   }
 
   int64_t remove(ArrayView<const int64_t> gone) override {
@@ -83,6 +89,7 @@ class FlatIndex final : public Index {
       vectors_.resize(static_cast<size_t>(last) * d);
     }
     if (size_locked() <= 1) ascending_ = true;
+    if (removed > 0) drop_shards();
     return removed;
   }
 
@@ -106,6 +113,10 @@ class FlatIndex final : public Index {
         return search_allowed(ctx, Q, k, metric_, stored, allowed_rows_mapped(ids_, *sp.allowed), values, ids,
                               sp.stats);
     }
+    if (!sp.allowed && stored.rows > 0)
+      if (const std::vector<Context> shards = gpu_shard_contexts(ctx, {Q.where, values.where, ids.where});
+          !shards.empty())
+        return search_shards(shards, Q, k, values, ids, sp.stats);
     // On the GPU the rows stay resident between searches (uploaded on the first one).
     std::shared_ptr<const DeviceMatrix<float>> resident;
     if (device == Device::gpu) {
@@ -154,6 +165,49 @@ class FlatIndex final : public Index {
  private:
   int64_t size_locked() const noexcept { return static_cast<int64_t>(row_ids_.size()); }
 
+  /// Several GPUs (Context::gpu_ids): a contiguous slice of the rows resident on each, searched
+  /// concurrently, the lists merged by (key, id): one GPU's answer. Under the shared lock.
+  void search_shards(const std::vector<Context>& shards, MatrixView<const float> Q, int64_t k, MatrixView<float> values,
+                     MatrixView<int64_t> ids, SearchStats* stats) const {
+    const int64_t n = size_locked(), P = int64_t(shards.size());
+    {
+      std::lock_guard guard(shards_mutex_);
+      while (int64_t(shard_device_.size()) < P) shard_device_.push_back(std::make_unique<ResidentRows>());
+    }
+    std::vector<ShardTopK> parts(shards.size());
+    run_on_shards(P, [&](int64_t s) {
+      const RowRange r = shard_rows(n, P, s);
+      ShardTopK& part = parts[size_t(s)];
+      const int64_t ks = std::min(k, r.rows);
+      part.values = Matrix<float>(Q.rows, ks);
+      part.ids = Matrix<int64_t>(Q.rows, ks);
+      if (ks == 0) return;
+      const MatrixView<const float> host{vectors_.data() + r.first * dim_, r.rows, dim_};
+      IdRows rows{host, host, row_ids_.data() + r.first, ascending_};
+      std::shared_ptr<const DeviceMatrix<float>> on;  // kept alive through the search
+      if (shards[size_t(s)].device == Device::gpu) {
+        on = shard_device_[size_t(s)]->sync(shards[size_t(s)], host);
+        rows.rows = MatrixView<const float>{on->view().data, r.rows, dim_, Memory::device};
+      }
+      search_rows(shards[size_t(s)], Q, ks, metric_, rows, part.values.view(), part.ids.view());
+    });
+    const MetricPlan plan = plan_metric(metric_);
+    const int threads = cpu_threads(shards[0]);
+    const auto row_of = [&](int64_t id) { return vectors_.data() + *ids_.find(id) * dim_; };
+    for (ShardTopK& part : parts) fill_ranking_keys(plan, Q, row_of, part, threads);
+    merge_shard_topk(parts, Q.rows, k, worst_value(metric_), values, ids, threads);
+    if (stats) {
+      stats->candidates += Q.rows * n;
+      if (n < k) stats->short_rows += Q.rows;
+    }
+  }
+
+  /// Writes move rows between the shards' slices: their GPU copies are uploaded again.
+  void drop_shards() {
+    std::lock_guard guard(shards_mutex_);
+    for (const auto& r : shard_device_) r->drop();
+  }
+
   int64_t dim_;
   Metric metric_;
   std::vector<float> vectors_;    // size() x dim, in the order written (see above)
@@ -161,6 +215,8 @@ class FlatIndex final : public Index {
   IdMap ids_;                     // id -> row
   bool ascending_ = true;         // row_ids_ ascends
   ResidentRows device_;
+  mutable std::mutex shards_mutex_;                                  // guards shard_device_'s growth
+  mutable std::vector<std::unique_ptr<ResidentRows>> shard_device_;  // one per GPU of a multi-GPU search
   mutable std::shared_mutex mutex_;
 };
 

@@ -39,9 +39,13 @@ struct IvfCore {
   /// The device copy, made by a GPU searcher on first use and dropped by every change.
   mutable std::mutex device_mutex;
   mutable std::shared_ptr<IvfDeviceLists> device;
+  /// A multi-GPU search's shards (each a slice of every list with its own device copy), made
+  /// on first use under device_mutex and dropped with the device copy.
+  mutable std::shared_ptr<IvfDeviceLists> shards;
   void drop_device_copy() const {
     std::lock_guard g(device_mutex);
     device.reset();
+    shards.reset();
   }
 };
 

@@ -28,6 +28,8 @@
 
 #include "core/backend.hpp"
 #include "core/parallel.hpp"
+#include "core/shard_merge.hpp"
+#include "core/shards.hpp"
 #include "index/ivf/ivf_index_base.hpp"
 #include "index/ivf/ivf_lists.hpp"
 #include "index/ivf/ivf_searchers.hpp"
@@ -72,6 +74,14 @@ class IvfFlatIndex final : public IvfIndexBase {
       return;
     }
     const Device device = backend_for(ctx, {Q.where}, "search").device();
+    if (!sp.allowed)
+      if (const std::vector<Context> shards = gpu_shard_contexts(ctx, {Q.where, values.where, ids.where});
+          !shards.empty()) {
+        search_shards(shards, Q, k, lists, values, ids);
+        if (sp.stats)
+          for (int64_t r = 0; r < Q.rows; ++r) sp.stats->short_rows += ids.row(r)[k - 1] < 0 ? 1 : 0;
+        return;
+      }
     IvfSearchArgs args{&lists_, Q, k, lists, out.values(), out.ids()};
     std::optional<IdFilter> filter;
     if (sp.allowed) {
@@ -109,6 +119,48 @@ class IvfFlatIndex final : public IvfIndexBase {
   }
 
  private:
+  /// The lists split over the GPUs, each shard resident on its GPU (split_lists).
+  struct Shards final : IvfDeviceLists {
+    std::vector<std::unique_ptr<IvfLists>> lists;
+  };
+
+  /// Several GPUs (Context::gpu_ids): every GPU scans its slice of the same probed lists, and
+  /// the shards' top-k merge by (key, id) into one GPU's answer. Under the shared lock.
+  void search_shards(const std::vector<Context>& shards, MatrixView<const float> Q, int64_t k, int64_t nprobe,
+                     MatrixView<float> values, MatrixView<int64_t> ids) const {
+    const int64_t P = int64_t(shards.size());
+    std::shared_ptr<IvfDeviceLists> held;
+    {
+      std::lock_guard g(lists_.device_mutex);
+      auto* have = dynamic_cast<Shards*>(lists_.shards.get());
+      if (!have || int64_t(have->lists.size()) != P) {
+        auto made = std::make_shared<Shards>();
+        made->lists = split_lists(lists_, P);
+        lists_.shards = made;
+      }
+      held = lists_.shards;
+    }
+    const Shards& split = static_cast<const Shards&>(*held);
+    std::vector<ShardTopK> parts(shards.size());
+    run_on_shards(P, [&](int64_t s) {
+      const IvfLists& L = *split.lists[size_t(s)];
+      ShardTopK& part = parts[size_t(s)];
+      const int64_t ks = L.size() > 0 ? k : 0;
+      part.values = Matrix<float>(Q.rows, ks);
+      part.ids = Matrix<int64_t>(Q.rows, ks);
+      if (ks == 0) return;
+      const IvfSearchArgs args{&L, Q, k, nprobe, part.values.view(), part.ids.view()};
+      const Context& on = shards[size_t(s)];
+      on.device == Device::gpu ? cuda::ivf_flat_search(on, args) : cpu::ivf_flat_search(on, args);
+    });
+    const int threads = cpu_threads(shards[0]);
+    const auto row_of = [&](int64_t id) {
+      return lists_.vectors.data() + lists_.arena.find(*ids_.find(id), id) * lists_.dim;
+    };
+    for (ShardTopK& part : parts) fill_ranking_keys(lists_.plan, Q, row_of, part, threads);
+    merge_shard_topk(parts, Q.rows, k, worst_value(metric_), values, ids, threads);
+  }
+
   IvfCore& core() noexcept override { return lists_; }
   const IvfCore& core() const noexcept override { return lists_; }
   ListArena::Columns& columns() override { return columns_; }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/shards.hpp"
+
 namespace simkit::detail {
 
 namespace {
@@ -67,15 +69,43 @@ void IvfFlatColumns::put(int64_t at, MatrixView<const float> X, const RowStats& 
   if (!stats.mean.empty()) s.mean[size_t(at)] = stats.mean[size_t(x)];
 }
 
+namespace {
+
+/// An IvfLists with L's cells and no rows.
+std::unique_ptr<IvfLists> same_cells(const IvfLists& L) {
+  auto C = std::make_unique<IvfLists>();
+  C->dim = L.dim;
+  C->nlist = L.nlist;
+  C->plan = L.plan;
+  C->coarse = L.coarse;
+  C->centroids = L.centroids;
+  return C;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<IvfLists>> split_lists(const IvfLists& L, int64_t shards) {
+  std::vector<std::unique_ptr<IvfLists>> out;
+  for (int64_t s = 0; s < shards; ++s) {
+    std::unique_ptr<IvfLists> C = same_cells(L);
+    std::vector<int64_t> offsets{0}, rows, ids;
+    for (int64_t l = 0; l < L.nlist; ++l) {
+      const RowRange r = shard_rows(L.arena.length(l), shards, s);
+      for (int64_t j = 0; j < r.rows; ++j) rows.push_back(L.arena.begin[size_t(l)] + r.first + j);
+      offsets.push_back(int64_t(rows.size()));
+    }
+    for (int64_t row : rows) ids.push_back(L.arena.ids[size_t(row)]);
+    gather_rows(L, rows, *C);
+    C->arena.assign(offsets, std::move(ids));
+    out.push_back(std::move(C));
+  }
+  return out;
+}
+
 const IvfLists& compact_view(const IvfLists& L, std::unique_ptr<IvfLists>& holder) {
   if (L.arena.is_compact()) return L;
-  holder = std::make_unique<IvfLists>();
+  holder = same_cells(L);
   IvfLists& C = *holder;
-  C.dim = L.dim;
-  C.nlist = L.nlist;
-  C.plan = L.plan;
-  C.coarse = L.coarse;
-  C.centroids = L.centroids;
   // Only the held rows travel, in list order: no copy of the spare rows or the garbage.
   std::vector<int64_t> order;
   C.arena = L.arena.compacted(order);

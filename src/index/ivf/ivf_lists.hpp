@@ -47,4 +47,9 @@ class IvfFlatColumns final : public ListArena::Columns {
 /// a compact copy kept in `holder`.
 const IvfLists& compact_view(const IvfLists& L, std::unique_ptr<IvfLists>& holder);
 
+/// L's rows split into `shards` compact IvfLists with L's cells, one per GPU of a multi-GPU
+/// search: shard s holds slice s (core/shards.hpp's shard_rows) of every list, in id order, so
+/// each probe scans a part of the same lists on every GPU.
+std::vector<std::unique_ptr<IvfLists>> split_lists(const IvfLists& L, int64_t shards);
+
 }  // namespace simkit::detail

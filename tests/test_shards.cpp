@@ -1,0 +1,105 @@
+// Splitting knn and the flat and ivf_flat searches over several GPUs (Context::gpu_ids), with
+// the GPUs stood in for by CPU shard contexts (core/shards.hpp's ScopedShardContexts) so that
+// the split, the per-shard searches and the (key, id) merge run on every machine: the answer
+// must be the one-device one, bit for bit. test_gpu_shards.cpp runs the same checks on GPUs.
+
+#include <gtest/gtest.h>
+#include <simkit/context.hpp>
+#include <simkit/error.hpp>
+
+#include "contexts.hpp"
+#include "core/shards.hpp"
+#include "expect_error.hpp"
+#include "shard_check.hpp"
+
+namespace simkit::test {
+namespace {
+
+constexpr Metric kMetrics[] = {Metric::l2,  Metric::sqeuclidean, Metric::l1,
+                               Metric::dot, Metric::cosine,      Metric::pearson};
+
+/// A context that names three GPUs, split over `shards` CPU contexts while `scope` lives.
+struct CpuSplit {
+  explicit CpuSplit(int shards) : scope(std::vector<Context>(size_t(shards), cpu_context(1))), split(cpu_context()) {
+    split.gpu_ids = {0, 1, 2};
+  }
+  detail::ScopedShardContexts scope;
+  Context split;
+};
+
+TEST(Shards, KnnOverShardsIsTheOneDeviceAnswer) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("SIMKIT_TEST_SEED=" + std::to_string(seed));
+  for (int shards : {2, 3, 4}) {
+    const CpuSplit s(shards);
+    for (Metric metric : kMetrics) {
+      const Matrix<float> X = inputs_for(metric, 1001, 17, seed), Q = inputs_for(metric, 37, 17, seed + 1);
+      for (int64_t k : {1, 10, 300}) expect_split_knn(cpu_context(), s.split, Q, X, k, metric, "random");
+      const Matrix<float> T = tied_rows(203, 6, seed + 2), TQ = tied_rows(11, 6, seed + 3);
+      for (int64_t k : {1, 7, 203}) expect_split_knn(cpu_context(), s.split, TQ, T, k, metric, "ties");
+    }
+  }
+}
+
+TEST(Shards, KnnWithShardsOfNoRows) {
+  const CpuSplit s(3);
+  const Matrix<float> X = random_matrix(2, 5, 1), Q = random_matrix(4, 5, 2);
+  for (Metric metric : kMetrics)
+    for (int64_t k : {1, 2}) expect_split_knn(cpu_context(), s.split, Q, X, k, metric, "two rows over three shards");
+}
+
+TEST(Shards, FlatIndexOverShards) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("SIMKIT_TEST_SEED=" + std::to_string(seed));
+  const CpuSplit s(3);
+  for (Metric metric : kMetrics) {
+    const Matrix<float> X = inputs_for(metric, 500, 12, seed), Q = inputs_for(metric, 23, 12, seed + 1);
+    const SearchParams plain;
+    expect_split_index(cpu_context(), s.split, "flat", metric, X, Q, {1, 10, 1000}, {&plain});
+    expect_split_index(cpu_context(), s.split, "flat", metric, tied_rows(300, 5, seed), tied_rows(9, 5, seed + 1), {8},
+                       {&plain});
+  }
+}
+
+TEST(Shards, IvfFlatIndexOverShards) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("SIMKIT_TEST_SEED=" + std::to_string(seed));
+  const CpuSplit s(3);
+  for (Metric metric : kMetrics) {
+    const Matrix<float> X = inputs_for(metric, 700, 12, seed), Q = inputs_for(metric, 29, 12, seed + 1);
+    IvfSearchParams one, three, all;
+    one.nprobe = 1, three.nprobe = 3, all.nprobe = 16;
+    expect_split_index(cpu_context(), s.split, "ivf_flat,nlist=16,seed=5", metric, X, Q, {1, 10, 100},
+                       {&one, &three, &all});
+  }
+}
+
+TEST(Shards, DeviceNames) {
+  Context c;
+  set_device(c, "cpu");
+  EXPECT_EQ(c.device, Device::cpu);
+  EXPECT_TRUE(c.gpu_ids.empty());
+  set_device(c, "gpu:3");
+  EXPECT_EQ(c.device, Device::gpu);
+  EXPECT_EQ(c.gpu_id, 3);
+  EXPECT_TRUE(c.gpu_ids.empty());
+  set_device(c, "gpu:2,0,5");
+  EXPECT_EQ(c.gpu_id, 2);
+  EXPECT_EQ(c.gpu_ids, (std::vector<int>{2, 0, 5}));
+  set_device(c, "auto");
+  EXPECT_TRUE(c.gpu_ids.empty());
+  for (const char* bad : {"gpu:", "gpu:1,", "gpu:,1", "gpu:a", "gpu:-1", "gpu:1;2", "gpus", "gpu:0,0"}) {
+    SCOPED_TRACE(bad);
+    expect_error([&] { set_device(c, bad); }, ErrorCode::invalid_argument, "device");
+  }
+  if (gpus().empty()) {
+    expect_error([&] { set_device(c, "gpu:all"); }, ErrorCode::device, "no CUDA device");
+    // Naming GPUs a build or machine lacks fails when a call resolves the device.
+    set_device(c, "gpu:0,1");
+    const Matrix<float> X = random_matrix(4, 3, 1);
+    EXPECT_THROW(knn(c, X.view(), X.view(), 1, Metric::l2), Error);
+  }
+}
+
+}  // namespace
+}  // namespace simkit::test
