@@ -28,7 +28,8 @@
 # synthetic,seed), ANN_ARGS / TORCH_ANN_ARGS extra arguments of each side; SIMKIT_COMMIT names the
 # commit in the table. BENCH_SUITES=python times the Python binding against the same C++ call;
 # BENCH_SUITES=strategies runs the similarity study (STRATEGIES_ARGS: extra arguments) and its peer;
-# BENCH_SUITES=mergesort the merge sort study (MERGESORT_DEVICES, MERGESORT_ARGS).
+# BENCH_SUITES=mergesort the merge sort study (MERGESORT_DEVICES, MERGESORT_ARGS); BENCH_SUITES=multi_gpu
+# knn / flat / ivf_flat split over the host's GPUs (bench/multi_gpu/bench_multi_gpu.py, MULTI_GPU_ARGS).
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
 # needs (OpenBLAS, CLI11, GoogleTest, the server's libraries) travel packed in .deps/root.tar.xz
@@ -179,6 +180,14 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
           "$build/python/simkit_knn_call" --device $dev --csv "$OUT/python-overhead-$dev.csv" 2>&1 |
           tee -a "$OUT/summary.txt" || status=1
       done
+      continue
+    fi
+    if [ "$suite" = multi_gpu ]; then
+      # knn, flat and ivf_flat split over 1, 2, 4 GPUs of this host (MULTI_GPU_ARGS: extra arguments).
+      log "bench/multi_gpu/bench_multi_gpu.py ($(nvidia-smi -L | wc -l) GPUs)"
+      read -ra extra <<<"${MULTI_GPU_ARGS:-}"
+      PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 python3 "$root/bench/multi_gpu/bench_multi_gpu.py" \
+        "${extra[@]}" --csv "$OUT/multi-gpu.csv" --md "$OUT/multi-gpu.md" 2>&1 | tee -a "$OUT/summary.txt" || status=1
       continue
     fi
     if [ "$suite" = strategies ]; then

@@ -1,0 +1,169 @@
+"""simkit on 1, 2, 4, ... GPUs of one host (Context::gpu_ids): exact k-NN, the flat index and
+ivf_flat batched search, each split over the GPUs and merged, against the same call on one GPU
+and against PyTorch on one GPU, in one run.
+
+    python bench/multi_gpu/bench_multi_gpu.py [--rows 1000000] [--dim 128] [--queries 10000]
+        [--gpus 1,2,4] [--nlist 1024] [--nprobe 32] [--repeat 5] [--csv out.csv] [--md out.md]
+
+Workloads (k = 10, sqeuclidean, base and queries standard normal from --seed):
+  knn       simkit.knn on host arrays: each call uploads each GPU's slice of the base (PCIe
+            included, as a one-shot k-NN pays it), searches the slices concurrently, merges.
+  flat      a flat index searched with the device naming the GPUs: each GPU keeps its slice
+            resident after the first search; the timed searches move only the queries and the
+            per-GPU top-k.
+  ivf_flat  an ivf_flat index (nlist, nprobe) searched the same way: each GPU holds a slice of
+            every list.
+Each is timed as the median of --repeat calls after one warm-up call; throughput is queries per
+second, and its ratio to P x the one-GPU figure is the scaling efficiency. Every P's ids and
+values must equal the one-GPU ones bit for bit (CHECK FAIL otherwise). GPU counts above the
+visible ones are skipped with a note. The PyTorch peer: the base resident on GPU 0, torch.cdist
+on query chunks and torch.topk (float32, TF32 off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+import simkit
+
+
+def median_seconds(call: Callable[[], Any], repeat: int) -> Tuple[float, Any]:
+    out = call()  # warm-up: uploads, resident copies, kernel selection
+    times: List[float] = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = call()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def device_for(p: int) -> str:
+    return "gpu:0" if p == 1 else "gpu:" + ",".join(str(g) for g in range(p))
+
+
+def torch_knn(X: np.ndarray, Q: np.ndarray, k: int, repeat: int) -> Optional[float]:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device("cuda:0")
+    Xt, Qt = torch.from_numpy(X).to(dev), torch.from_numpy(Q).to(dev)
+
+    def run() -> Any:
+        out = []
+        for q0 in range(0, Qt.shape[0], 1024):
+            d = torch.cdist(Qt[q0 : q0 + 1024], Xt)
+            out.append(torch.topk(d, k, dim=1, largest=False).indices)
+        torch.cuda.synchronize()
+        return out
+
+    seconds, _ = median_seconds(run, repeat)
+    return seconds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("-k", type=int, default=10)
+    ap.add_argument("--gpus", default="1,2,4", help="GPU counts, comma-separated")
+    ap.add_argument("--nlist", type=int, default=1024)
+    ap.add_argument("--nprobe", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--workloads", default="knn,flat,ivf_flat")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--csv")
+    ap.add_argument("--md")
+    a = ap.parse_args()
+
+    visible = simkit.gpus()
+    if not visible:
+        print("no GPU visible: nothing to measure", file=sys.stderr)
+        return 1
+    counts = [int(c) for c in a.gpus.split(",")]
+    for c in counts:
+        if c > len(visible):
+            print(f"note: {c} GPUs asked, {len(visible)} visible: skipped")
+    counts = [c for c in counts if c <= len(visible)]
+    g = visible[0]
+    print(f"simkit multi-GPU: {len(visible)} x {g['name']}; FP32 peak {g['fp32_tflops']:.1f} TFLOP/s per GPU")
+    rng = np.random.default_rng(a.seed)
+    X = rng.standard_normal((a.rows, a.dim), dtype=np.float32)
+    Q = rng.standard_normal((a.queries, a.dim), dtype=np.float32)
+    flops = 2.0 * a.rows * a.queries * a.dim
+    workloads = a.workloads.split(",")
+
+    indexes: Dict[str, simkit.Index] = {}
+    if "flat" in workloads:
+        indexes["flat"] = simkit.Index("flat", a.dim, "sqeuclidean")
+        indexes["flat"].add(X, device="cpu")
+    if "ivf_flat" in workloads:
+        ivf = simkit.Index(f"ivf_flat,nlist={a.nlist}", a.dim, "sqeuclidean")
+        t0 = time.perf_counter()
+        ivf.train(X, device="gpu:0")
+        ivf.add(X, device="gpu:0")
+        print(f"ivf_flat nlist={a.nlist}: built in {time.perf_counter() - t0:.1f} s")
+        indexes["ivf_flat"] = ivf
+
+    rows: List[Dict[str, Any]] = []
+    failed = False
+    for w in workloads:
+        one: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        qps1 = 0.0
+        for p in counts:
+            dev = device_for(p)
+            if w == "knn":
+                call: Callable[[], Any] = lambda: simkit.knn(Q, X, a.k, "sqeuclidean", device=dev)
+            elif w == "flat":
+                call = lambda: indexes["flat"].search(Q, a.k, device=dev)
+            else:
+                call = lambda: indexes["ivf_flat"].search(Q, a.k, nprobe=a.nprobe, device=dev)
+            seconds, (D, I) = median_seconds(call, a.repeat)
+            qps = a.queries / seconds
+            if p == 1:
+                one, qps1 = (D, I), qps
+            same = one is not None and np.array_equal(one[1], I) and np.array_equal(one[0].view(np.uint32), D.view(np.uint32))
+            failed |= not same
+            eff = qps / (p * qps1) if qps1 > 0 else float("nan")
+            row = {"workload": w, "gpus": p, "seconds": seconds, "qps": qps, "scaling": eff,
+                   "tflops": flops / seconds / 1e12 if w != "ivf_flat" else float("nan"),
+                   "pct_peak": 100 * flops / seconds / 1e12 / (p * g["fp32_tflops"]) if w != "ivf_flat" else float("nan"),
+                   "same_as_one_gpu": same}
+            rows.append(row)
+            print(f"{w:9s} {p} GPU: {seconds * 1e3:9.1f} ms  {qps:12,.0f} q/s  scaling {eff:5.2f}  "
+                  f"{'identical' if same else 'CHECK FAIL: differs from one GPU'}", flush=True)
+    if "knn" in workloads:
+        t = torch_knn(X, Q, a.k, a.repeat)
+        if t is not None:
+            rows.append({"workload": "torch cdist+topk (1 GPU, resident)", "gpus": 1, "seconds": t,
+                         "qps": a.queries / t, "scaling": float("nan"), "tflops": flops / t / 1e12,
+                         "pct_peak": 100 * flops / t / 1e12 / g["fp32_tflops"], "same_as_one_gpu": True})
+            print(f"torch     1 GPU: {t * 1e3:9.1f} ms  {a.queries / t:12,.0f} q/s")
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=list(rows[0]))
+            wr.writeheader()
+            wr.writerows(rows)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(f"{len(visible)} x {g['name']}; {a.rows:,} x {a.dim} base, {a.queries:,} queries, k = {a.k}, "
+                    f"sqeuclidean; ivf_flat nlist={a.nlist}, nprobe={a.nprobe}; median of {a.repeat}\n\n")
+            f.write("| workload | GPUs | ms | queries/s | vs P x one GPU | TFLOP/s | % of P x FP32 peak | same as 1 GPU |\n")
+            f.write("|---|---:|---:|---:|---:|---:|---:|---|\n")
+            for r in rows:
+                f.write(f"| {r['workload']} | {r['gpus']} | {r['seconds'] * 1e3:.1f} | {r['qps']:,.0f} | "
+                        f"{r['scaling']:.2f} | {r['tflops']:.1f} | {r['pct_peak']:.0f} | {r['same_as_one_gpu']} |\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
