@@ -37,9 +37,11 @@ struct Context {
   /// the flat and ivf_flat searches split their base rows into one contiguous shard per GPU,
   /// search the shards concurrently (a host thread per GPU; an index keeps each shard resident
   /// on its GPU), and merge the per-shard top-k by knn's rule (float64 key, then the lower id)
-  /// with merge path: the same ids and values, bit for bit, as one GPU. They need host queries
-  /// and base; the stream below is not used then, and gpu_id is ignored. Every other call, and
-  /// these with device arrays, run on gpu_ids[0] alone. Empty or one ordinal: gpu_id alone.
+  /// with merge path: the same ids and values, bit for bit, as one GPU (for pearson, whose
+  /// candidates are not certified, wherever one GPU's answer is the exact one; see
+  /// docs/ARCHITECTURE.md, "MPI ranks"). They need host arrays; the stream is not used then.
+  /// Every other call, and these with device arrays, run on gpu_id alone (set_device sets it to
+  /// the first of the list). Empty or one ordinal: gpu_id alone.
   std::vector<int> gpu_ids;
   /// Bytes of GPU memory simkit may allocate for working buffers (inputs that already live on
   /// the device are not counted). 0 means 80% of the memory free when the call starts.

@@ -79,6 +79,8 @@ else
 fi
 bad "knn: bad metric"             "metric 'euclid'"          -- K --base base.fvecs --queries q.fvecs -k 3 --metric euclid --ids out.ivecs
 bad "knn: bad device"             "device 'tpu'"             -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device tpu
+bad "knn: bad gpu list"           "gpu:0,1,... or gpu:all"   -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device gpu:0,x
+bad "knn: repeated gpu"           "names GPU 1 twice"        -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device gpu:1,1
 # A newline or an escape sequence in an argument is shown escaped, on the one line.
 bad "knn: metric with a newline"  "metric 'l2\\\\n\\\\x1b\\[2J'" -- K --base base.fvecs --queries q.fvecs -k 3 --metric $'l2\n\e[2J' --ids out.ivecs
 bad "knn: path with an escape"    "'q\\\\x1b\\[31m\\.fvecs'" -- K --base base.fvecs --queries $'q\e[31m.fvecs' -k 3 --metric l2 --ids out.ivecs
