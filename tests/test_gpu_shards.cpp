@@ -3,8 +3,12 @@
 // 0 (gpu_ids {0, 0, 0}: three resident copies of slices on one device, the same code path) so
 // that a one-GPU machine runs it too. test_shards.cpp checks the same on CPU shard contexts.
 
+#include <algorithm>
+#include <cmath>
+
 #include <gtest/gtest.h>
 #include <simkit/context.hpp>
+#include <simkit/kmeans.hpp>
 
 #include "contexts.hpp"
 #include "shard_check.hpp"
@@ -58,6 +62,30 @@ TEST(GpuShards, FlatAndIvfFlatOverGpus) {
       expect_split_index(gpu_context(), split_context(ids), "ivf_flat,nlist=32,seed=1", metric, X, Q, {1, 10},
                          {&two, &all});
     }
+}
+
+TEST(GpuShards, KmeansOverGpus) {
+  SIMKIT_REQUIRE_GPU();
+  // Fixed data: against one GPU the guarantee is up to float64 rounding (kmeans_shards.hpp).
+  const Matrix<float> X = random_matrix(20011, 24, 5, Distribution::gaussian);
+  for (Metric metric : {Metric::sqeuclidean, Metric::cosine}) {
+    KmeansParams p;
+    p.k = 64;
+    p.metric = metric;
+    p.seed = 2;
+    p.max_iterations = 4;
+    const KmeansResult one = kmeans(gpu_context(), X.view(), p);
+    for (const auto& ids : splits()) {
+      const KmeansResult split = kmeans(split_context(ids), X.view(), p);
+      int64_t differ = 0;
+      for (int64_t i = 0; i < X.rows(); ++i) differ += split.labels(i, 0) != one.labels(i, 0);
+      EXPECT_EQ(differ, 0) << to_string(metric) << " over " << ids.size() << " shards";
+      for (int64_t c = 0; c < p.k; ++c)
+        for (int64_t j = 0; j < X.cols(); ++j)
+          ASSERT_NEAR(split.centroids(c, j), one.centroids(c, j),
+                      2e-7 * std::max(1.0f, std::fabs(one.centroids(c, j))));
+    }
+  }
 }
 
 }  // namespace

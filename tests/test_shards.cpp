@@ -3,9 +3,14 @@
 // the split, the per-shard searches and the (key, id) merge run on every machine: the answer
 // must be the one-device one, bit for bit. test_gpu_shards.cpp runs the same checks on GPUs.
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 #include <gtest/gtest.h>
 #include <simkit/context.hpp>
 #include <simkit/error.hpp>
+#include <simkit/kmeans.hpp>
 
 #include "contexts.hpp"
 #include "core/shards.hpp"
@@ -72,6 +77,38 @@ TEST(Shards, IvfFlatIndexOverShards) {
     expect_split_index(cpu_context(), s.split, "ivf_flat,nlist=16,seed=5", metric, X, Q, {1, 10, 100},
                        {&one, &three, &all});
   }
+}
+
+TEST(Shards, KmeansOverShards) {
+  // Fixed seeds: the guarantee against one device is up to float64 rounding (kmeans_shards.hpp).
+  const Matrix<float> X = random_matrix(2003, 13, 7, Distribution::gaussian);
+  for (Metric metric : {Metric::sqeuclidean, Metric::cosine})
+    for (int64_t sample : {int64_t{0}, int64_t{900}}) {
+      KmeansParams p;
+      p.k = 17;
+      p.metric = metric;
+      p.seed = 3;
+      p.sample = sample;
+      p.max_iterations = 4;  // short of convergence, where the inertias' last bits could stop one run earlier
+      const KmeansResult one = kmeans(cpu_context(), X.view(), p);
+      for (int shards : {1, 3}) {
+        const CpuSplit s(shards);
+        const KmeansResult split = kmeans(s.split, X.view(), p);
+        const std::string what = std::string(to_string(metric)) + " sample " + std::to_string(sample) + ", " +
+                                 std::to_string(shards) + " shards";
+        for (int64_t i = 0; i < X.rows(); ++i)
+          ASSERT_EQ(split.labels(i, 0), one.labels(i, 0)) << what << " point " << i;
+        for (int64_t c = 0; c < p.k; ++c)
+          for (int64_t j = 0; j < X.cols(); ++j) {
+            const float a = one.centroids(c, j), b = split.centroids(c, j);
+            if (shards == 1)
+              ASSERT_EQ(std::memcmp(&a, &b, 4), 0) << what << ": one shard is the one-device engine";
+            else
+              ASSERT_NEAR(a, b, 2e-7 * std::max(1.0f, std::fabs(a))) << what << " centroid " << c;
+          }
+        EXPECT_NEAR(split.inertia, one.inertia, 1e-12 * one.inertia) << what;
+      }
+    }
 }
 
 TEST(Shards, DeviceNames) {

@@ -13,6 +13,10 @@ Workloads (k = 10, sqeuclidean, base and queries standard normal from --seed):
             per-GPU top-k.
   ivf_flat  an ivf_flat index (nlist, nprobe) searched the same way: each GPU holds a slice of
             every list.
+  kmeans    simkit.kmeans on --kmeans-rows x dim points, K = --kmeans-k, started from the first K
+            rows, --kmeans-iters Lloyd iterations: the time per iteration (one assignment and one
+            update), each GPU holding its shard of the points. The check: the labels equal the
+            one-GPU labels (the centroids may differ by float64 rounding: kmeans_shards.hpp).
 Each is timed as the median of --repeat calls after one warm-up call; throughput is queries per
 second, and its ratio to P x the one-GPU figure is the scaling efficiency. Every P's ids and
 values must equal the one-GPU ones bit for bit (CHECK FAIL otherwise). GPU counts above the
@@ -79,7 +83,10 @@ def main() -> int:
     ap.add_argument("--nlist", type=int, default=1024)
     ap.add_argument("--nprobe", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--workloads", default="knn,flat,ivf_flat")
+    ap.add_argument("--workloads", default="knn,flat,ivf_flat,kmeans")
+    ap.add_argument("--kmeans-rows", type=int, default=10_000_000)
+    ap.add_argument("--kmeans-k", type=int, default=4096)
+    ap.add_argument("--kmeans-iters", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv")
     ap.add_argument("--md")
@@ -116,7 +123,7 @@ def main() -> int:
 
     rows: List[Dict[str, Any]] = []
     failed = False
-    for w in workloads:
+    for w in [w for w in workloads if w != "kmeans"]:
         one: Optional[Tuple[np.ndarray, np.ndarray]] = None
         qps1 = 0.0
         for p in counts:
@@ -141,6 +148,24 @@ def main() -> int:
             rows.append(row)
             print(f"{w:9s} {p} GPU: {seconds * 1e3:9.1f} ms  {qps:12,.0f} q/s  scaling {eff:5.2f}  "
                   f"{'identical' if same else 'CHECK FAIL: differs from one GPU'}", flush=True)
+    if "kmeans" in workloads:
+        P = rng.standard_normal((a.kmeans_rows, a.dim), dtype=np.float32)
+        first: Optional[np.ndarray] = None
+        t1 = 0.0
+        for p in counts:
+            t0 = time.perf_counter()
+            r = simkit.kmeans(P, a.kmeans_k, init=P[: a.kmeans_k], iterations=a.kmeans_iters, tol=0.0,
+                              device=device_for(p))
+            per_iter = (time.perf_counter() - t0) / (r.iterations + 1)
+            if p == 1:
+                first, t1 = r.labels, per_iter
+            agree = float(np.mean(first == r.labels)) if first is not None else float("nan")
+            eff = t1 / (p * per_iter) if t1 > 0 else float("nan")
+            rows.append({"workload": f"kmeans {a.kmeans_rows:,} x {a.dim}, K={a.kmeans_k} (per iteration)",
+                         "gpus": p, "seconds": per_iter, "qps": a.kmeans_rows / per_iter, "scaling": eff,
+                         "tflops": float("nan"), "pct_peak": float("nan"), "same_as_one_gpu": agree == 1.0})
+            print(f"kmeans    {p} GPU: {per_iter * 1e3:9.1f} ms per iteration  scaling {eff:5.2f}  "
+                  f"labels agree with one GPU: {100 * agree:.4f}%", flush=True)
     if "knn" in workloads:
         t = torch_knn(X, Q, a.k, a.repeat)
         if t is not None:

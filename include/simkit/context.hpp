@@ -39,7 +39,9 @@ struct Context {
   /// on its GPU), and merge the per-shard top-k by knn's rule (float64 key, then the lower id)
   /// with merge path: the same ids and values, bit for bit, as one GPU (for pearson, whose
   /// candidates are not certified, wherever one GPU's answer is the exact one; see
-  /// docs/ARCHITECTURE.md, "MPI ranks"). They need host arrays; the stream is not used then.
+  /// docs/ARCHITECTURE.md, "MPI ranks"). kmeans splits its points likewise and adds the shards'
+  /// float64 cluster sums in GPU order: reproducible for a given list, equal to one GPU up to
+  /// float64 rounding of those sums. They need host arrays; the stream is not used then.
   /// Every other call, and these with device arrays, run on gpu_id alone (set_device sets it to
   /// the first of the list). Empty or one ordinal: gpu_id alone.
   std::vector<int> gpu_ids;

@@ -13,7 +13,10 @@
 //
 // On the GPU the points are uploaded once and stay resident when they fit the memory budget
 // (Context::gpu_memory_budget); otherwise each assignment streams them from host memory in tiles
-// and the update runs on the host, by the same rule.
+// and the update runs on the host, by the same rule. A Context naming several GPUs
+// (Context::gpu_ids) gives each a contiguous shard of the points; the shards' float64 cluster sums
+// are added in GPU order, so results are reproducible for a given list of GPUs and equal one GPU's
+// up to float64 rounding of those sums (a centroid coordinate can then differ in its last bit).
 //
 //   simkit::KmeansParams p;
 //   p.k = 1024;

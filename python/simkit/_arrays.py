@@ -15,7 +15,7 @@ queues next; like any torch or CuPy operation, the call may return before the GP
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -31,6 +31,11 @@ def optional_module(name: str) -> Any:
     """A framework module (torch, cupy, jax), imported when an array of it shows up; typed Any
     because the package does not depend on any of them."""
     return importlib.import_module(name)
+
+
+#: A device keyword: 'cpu', 'gpu', 'auto', 'gpu:1', 'gpu:0,1', 'gpu:all' (or PyTorch's 'cuda...'
+#: spelling), or a list of GPU ids to split the work over.
+DeviceName = Union[str, Sequence[int]]
 
 
 def device_name(device: Any) -> str:

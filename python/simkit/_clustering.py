@@ -46,7 +46,7 @@ def kmeans(
     seed: int = 0,
     sample: int = 0,
     context: Optional[_simkit.Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> KmeansResult:
@@ -94,7 +94,7 @@ def kcenter(
     *,
     seed: int = 0,
     context: Optional[_simkit.Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> KcenterResult:

@@ -25,7 +25,7 @@ def pairwise(
     metric: str = ...,
     *,
     context: Optional[Context] = ...,
-    device: Optional[str] = ...,
+    device: Optional[A.DeviceName] = ...,
     threads: Optional[int] = ...,
     gpu_memory: Optional[int] = ...,
 ) -> F32: ...
@@ -36,7 +36,7 @@ def pairwise(
     metric: str = ...,
     *,
     context: Optional[Context] = ...,
-    device: Optional[str] = ...,
+    device: Optional[A.DeviceName] = ...,
     threads: Optional[int] = ...,
     gpu_memory: Optional[int] = ...,
 ) -> Any: ...
@@ -46,7 +46,7 @@ def pairwise(
     metric: str = "sqeuclidean",
     *,
     context: Optional[Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> Any:
@@ -85,7 +85,7 @@ def knn(
     *,
     method: str = ...,
     context: Optional[Context] = ...,
-    device: Optional[str] = ...,
+    device: Optional[A.DeviceName] = ...,
     threads: Optional[int] = ...,
     gpu_memory: Optional[int] = ...,
 ) -> Tuple[F32, I64]: ...
@@ -98,7 +98,7 @@ def knn(
     *,
     method: str = ...,
     context: Optional[Context] = ...,
-    device: Optional[str] = ...,
+    device: Optional[A.DeviceName] = ...,
     threads: Optional[int] = ...,
     gpu_memory: Optional[int] = ...,
 ) -> Tuple[Any, Any]: ...
@@ -110,7 +110,7 @@ def knn(
     *,
     method: str = "auto",
     context: Optional[Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> Tuple[Any, Any]:
@@ -194,7 +194,7 @@ def radius_search(
     *,
     max_neighbors: int = 0,
     context: Optional[Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
 ) -> RadiusResult:
     """Every row of X within `radius` of each row of Q, nearest first, exact.
@@ -257,7 +257,7 @@ def gauss(
     ifgt_order: int = 0,
     return_report: bool = False,
     context: Optional[Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> Any:
@@ -310,7 +310,7 @@ def kde(
     eps: float = 1e-6,
     *,
     context: Optional[Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> Any:

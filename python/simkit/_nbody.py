@@ -30,7 +30,7 @@ def nbody_accel(
     costs: Optional[npt.NDArray[np.int64]] = None,
     report: Optional[Dict[str, Any]] = None,
     context: Optional[Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> Any:
@@ -137,7 +137,7 @@ def nbody_diagnostics(
     G: float = 1.0,
     softening: float = 0.0,
     context: Optional[Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> Dict[str, Any]:
@@ -170,7 +170,7 @@ def nbody_run(
     softening: float = 0.0,
     every: int = 0,
     context: Optional[Context] = None,
-    device: Optional[str] = None,
+    device: Optional[A.DeviceName] = None,
     threads: Optional[int] = None,
     gpu_memory: Optional[int] = None,
 ) -> List[Dict[str, Any]]:

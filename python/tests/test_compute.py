@@ -71,6 +71,24 @@ def test_context_and_keywords(rng: np.random.Generator) -> None:
     np.testing.assert_array_equal(simkit.knn(Q, X, 5, context=ctx, threads=2)[1], ref)
 
 
+def test_device_names_for_several_gpus() -> None:
+    # The names parse on every build; a GPU list is refused when a call needs the GPUs and the
+    # build or the machine lacks them (tests/test_gpu_shards.cpp runs the split on GPUs).
+    assert simkit.Context(device="gpu:0,1").device == "gpu:0,1"
+    assert simkit.Context(device="cuda:2,0").gpu_ids == [2, 0]
+    assert simkit.Context(device="cuda:1").device == "gpu" and simkit.Context(device="cuda:1").gpu_id == 1
+    assert simkit.Context(device="cuda").device == "gpu"
+    for bad in ("gpu:", "gpu:0,0", "cuda:x", "gpu:1;2"):
+        with pytest.raises(ValueError, match="device"):
+            simkit.Context(device=bad)
+    X = np.ones((4, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match="list of GPU ids"):
+        simkit.knn(X, X, 1, device=[0, "1"])  # type: ignore[list-item]
+    if not simkit.gpus():
+        with pytest.raises(RuntimeError):
+            simkit.knn(X, X, 1, device=[0, 1])
+
+
 def _gauss64(X: np.ndarray, Y: np.ndarray, h: float, w: np.ndarray) -> np.ndarray:
     d2 = ((Y[:, None, :].astype(np.float64) - X[None, :, :].astype(np.float64)) ** 2).sum(-1)
     return np.asarray(np.exp(-d2 / h**2) @ w)

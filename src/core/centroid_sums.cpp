@@ -7,9 +7,8 @@
 
 namespace simkit::detail {
 
-std::vector<int64_t> update_centroids_host(MatrixView<const float> X, const int32_t* labels, bool spherical,
-                                           Matrix<float>& C, int threads) {
-  const int64_t n = X.rows, d = X.cols, k = C.rows();
+void cluster_sums_host(MatrixView<const float> X, const int32_t* labels, int64_t k, ClusterSums& out, int threads) {
+  const int64_t n = X.rows, d = X.cols;
   // Stable counting sort: start[c] .. start[c + 1] are cluster c's positions in `order`.
   std::vector<int64_t> start(static_cast<size_t>(k + 1), 0), order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) ++start[size_t(labels[i]) + 1];
@@ -41,24 +40,38 @@ std::vector<int64_t> update_centroids_host(MatrixView<const float> X, const int3
     }
   }
 
+  out.sums.assign(size_t(k * d), 0.0);
+  out.counts.resize(size_t(k));
+#pragma omp parallel for schedule(dynamic, 8) num_threads(std::max(1, threads))
+  for (int64_t c = 0; c < k; ++c) {
+    out.counts[size_t(c)] = start[size_t(c + 1)] - start[size_t(c)];
+    double* total = out.sums.data() + c * d;
+    for (int64_t g = chunk_start[size_t(c)]; g < chunk_start[size_t(c + 1)]; ++g)
+      for (int64_t j = 0; j < d; ++j) total[j] += partial[size_t(g * d + j)];
+  }
+}
+
+std::vector<int64_t> centroids_from_sums(const ClusterSums& sums, bool spherical, Matrix<float>& C) {
+  const int64_t k = C.rows(), d = C.cols();
   std::vector<int64_t> empty;
-  for (int64_t c = 0; c < k; ++c)
-    if (start[size_t(c)] == start[size_t(c + 1)]) empty.push_back(c);
-#pragma omp parallel num_threads(std::max(1, threads))
-  {
-    std::vector<double> total(static_cast<size_t>(d));
-#pragma omp for schedule(dynamic, 8)
-    for (int64_t c = 0; c < k; ++c) {
-      const int64_t count = start[size_t(c + 1)] - start[size_t(c)];
-      if (count == 0) continue;
-      std::fill(total.begin(), total.end(), 0.0);
-      for (int64_t g = chunk_start[size_t(c)]; g < chunk_start[size_t(c + 1)]; ++g)
-        for (int64_t j = 0; j < d; ++j) total[size_t(j)] += partial[size_t(g * d + j)];
-      const double sq = spherical ? sum_sq_norm(total.data(), d) : 0.0;
-      for (int64_t j = 0; j < d; ++j) C(c, j) = centroid_coordinate(total[size_t(j)], count, spherical, sq);
+  for (int64_t c = 0; c < k; ++c) {
+    const int64_t count = sums.counts[size_t(c)];
+    if (count == 0) {
+      empty.push_back(c);
+      continue;
     }
+    const double* total = sums.sums.data() + c * d;
+    const double sq = spherical ? sum_sq_norm(total, d) : 0.0;
+    for (int64_t j = 0; j < d; ++j) C(c, j) = centroid_coordinate(total[j], count, spherical, sq);
   }
   return empty;
+}
+
+std::vector<int64_t> update_centroids_host(MatrixView<const float> X, const int32_t* labels, bool spherical,
+                                           Matrix<float>& C, int threads) {
+  ClusterSums sums;
+  cluster_sums_host(X, labels, C.rows(), sums, threads);
+  return centroids_from_sums(sums, spherical, C);
 }
 
 }  // namespace simkit::detail

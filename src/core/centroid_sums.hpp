@@ -40,6 +40,20 @@ SIMKIT_HD float centroid_coordinate(double sum, int64_t count, bool spherical, d
   return sq_norm > 0 ? float(sum / sqrt(sq_norm)) : 0.0f;
 }
 
+/// Each cluster's float64 sum by the rule above (k x d, zero for an empty cluster) and its size.
+struct ClusterSums {
+  std::vector<double> sums;
+  std::vector<int64_t> counts;
+};
+
+/// The sums on the host, over `threads` OpenMP threads, of the clusters `labels` (n values in
+/// [0, k)) makes of X.
+void cluster_sums_host(MatrixView<const float> X, const int32_t* labels, int64_t k, ClusterSums& out, int threads);
+
+/// C := the centroids of `sums` (C is k x d). Returns the empty clusters, ascending; their rows
+/// of C are kept.
+std::vector<int64_t> centroids_from_sums(const ClusterSums& sums, bool spherical, Matrix<float>& C);
+
 /// The rule on the host (the CPU backend, and the GPU backend when the points stream from host
 /// memory): C := the centroids of the clusters `labels` (n values in [0, k)) makes of X, over
 /// `threads` OpenMP threads. Returns the empty clusters, ascending; their rows of C are kept.

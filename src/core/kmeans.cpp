@@ -14,7 +14,9 @@
 
 #include "core/backend.hpp"
 #include "core/expects.hpp"
+#include "core/kmeans_shards.hpp"
 #include "core/sample_rows.hpp"
+#include "core/shards.hpp"
 #include "core/splitmix.hpp"
 #include "core/validate.hpp"
 
@@ -133,7 +135,13 @@ KmeansResult kmeans(const Context& ctx, MatrixView<const float> X, const KmeansP
   }
   const detail::Backend& backend = detail::backend_for(ctx, {Memory::host});
   const bool spherical = params.metric == Metric::cosine;
-  const std::unique_ptr<detail::KmeansEngine> engine = backend.kmeans_engine(ctx, T, spherical);
+  // Several GPUs (Context::gpu_ids): an engine per GPU over a shard of the points.
+  const std::vector<Context> shards = detail::gpu_shard_contexts(ctx, {Memory::host});
+  const auto make_engine = [&](MatrixView<const float> points) {
+    return shards.empty() ? backend.kmeans_engine(ctx, points, spherical)
+                          : detail::sharded_kmeans_engine(shards, points, spherical);
+  };
+  const std::unique_ptr<detail::KmeansEngine> engine = make_engine(T);
 
   KmeansResult r;
   switch (params.init) {
@@ -160,7 +168,7 @@ KmeansResult kmeans(const Context& ctx, MatrixView<const float> X, const KmeansP
 
   r.labels = Matrix<int64_t>(X.rows, 1);
   if (sampled) {
-    const std::unique_ptr<detail::KmeansEngine> all = backend.kmeans_engine(ctx, X, spherical);
+    const std::unique_ptr<detail::KmeansEngine> all = make_engine(X);
     r.inertia = all->assign(r.centroids.view());
     all->labels(r.labels.data());
     r.points_ranked_exactly = all->stats().exact_fallbacks;

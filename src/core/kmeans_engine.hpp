@@ -17,6 +17,8 @@
 
 #include <simkit/matrix.hpp>
 
+#include "core/centroid_sums.hpp"
+
 namespace simkit::detail {
 
 struct AssignStats {
@@ -34,6 +36,10 @@ class KmeansEngine {
   /// C := the centroids of the last assignment's clusters (means; unit means when spherical).
   /// Returns the clusters left empty, ascending; their rows of C are left as they were.
   virtual std::vector<int64_t> update(Matrix<float>& C) = 0;
+
+  /// The float64 sums and sizes of the last assignment's clusters by the update's rule (k of
+  /// them): a k-means split over several GPUs adds the shards' sums (core/kmeans_shards.cpp).
+  virtual void cluster_sums(int64_t k, ClusterSums& out) = 0;
 
   /// The last assignment, n values each.
   virtual void labels(int64_t* out) const = 0;

@@ -88,6 +88,10 @@ class CpuKmeansEngine final : public KmeansEngine {
     return empty;
   }
 
+  void cluster_sums(int64_t k, ClusterSums& out) override {
+    translate_bad_alloc("kmeans", [&] { cluster_sums_host(X_, labels_.data(), k, out, threads_); });
+  }
+
   void labels(int64_t* out) const override { std::copy(labels_.begin(), labels_.end(), out); }
   void costs(double* out) const override { std::copy(costs_.begin(), costs_.end(), out); }
   AssignStats stats() const override { return stats_; }

@@ -81,7 +81,10 @@ __global__ void __launch_bounds__(kColumns)
     const int64_t count = start[c + 1] - start[c];
     double* tc = total + c * d;
     if (count == 0) {
-      for (int64_t j = threadIdx.x; j < d; j += kColumns) C_out[c * d + j] = C_in[c * d + j];
+      for (int64_t j = threadIdx.x; j < d; j += kColumns) {
+        C_out[c * d + j] = C_in[c * d + j];
+        tc[j] = 0;
+      }
       continue;
     }
     for (int64_t j = threadIdx.x; j < d; j += kColumns) {
@@ -146,7 +149,7 @@ size_t update_scratch_bytes(int64_t n, int64_t k, int64_t d) { return UpdateScra
 
 void update_centroids(const float* X, int64_t n, int64_t d, const int32_t* labels, int64_t k, bool spherical,
                       const float* C_in, float* C_out, int32_t* counts, void* scratch, size_t scratch_bytes,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, double* totals) {
   UpdateScratch s(static_cast<char*>(scratch), n, k, d);
   if (s.bytes > scratch_bytes) throw Error(ErrorCode::device, "update_centroids: scratch too small");
   int bits = 1;
@@ -169,6 +172,10 @@ void update_centroids(const float* X, int64_t n, int64_t d, const int32_t* label
   centroids_kernel<<<int(std::min<int64_t>(k, 1 << 20)), kColumns, 0, stream>>>(d, k, s.start, s.chunk_start, s.partial,
                                                                                 spherical, C_in, s.total, C_out);
   check_launch("centroids_kernel");
+  if (totals != nullptr)
+    check_cuda(
+        cudaMemcpyAsync(totals, s.total, size_t(k) * size_t(d) * sizeof(double), cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpyAsync");
 }
 
 }  // namespace simkit::detail::cuda

@@ -63,10 +63,12 @@ void rank_exact(const float* X, int64_t d, const NearestCentroids& c, bool spher
 size_t update_scratch_bytes(int64_t n, int64_t k, int64_t d);
 
 /// C_out := centroids of the clusters labels[0..n) makes of X (core/centroid_sums.hpp); empty
-/// clusters copy their row of C_in. counts[c] receives each cluster's size.
+/// clusters copy their row of C_in. counts[c] receives each cluster's size, and `totals` (k x d,
+/// device) when not null each cluster's float64 sum (0 for an empty one): a multi-GPU k-means
+/// adds the shards' sums.
 void update_centroids(const float* X, int64_t n, int64_t d, const int32_t* labels, int64_t k, bool spherical,
                       const float* C_in, float* C_out, int32_t* counts, void* scratch, size_t scratch_bytes,
-                      cudaStream_t stream);
+                      cudaStream_t stream, double* totals = nullptr);
 
 /// *out = the float64 sum of x[0..n) (a fixed reduction tree: the same bits every run).
 size_t sum_scratch_bytes(int64_t n);

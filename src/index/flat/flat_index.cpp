@@ -10,6 +10,7 @@
 #include "index/search_params.hpp"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <shared_mutex>
@@ -170,9 +171,13 @@ class FlatIndex final : public Index {
   void search_shards(const std::vector<Context>& shards, MatrixView<const float> Q, int64_t k, MatrixView<float> values,
                      MatrixView<int64_t> ids, SearchStats* stats) const {
     const int64_t n = size_locked(), P = int64_t(shards.size());
+    // The device copies of this split (a split into P shards has its own: a slice's rows depend on P).
+    std::vector<ResidentRows*> copies;
     {
       std::lock_guard guard(shards_mutex_);
-      while (int64_t(shard_device_.size()) < P) shard_device_.push_back(std::make_unique<ResidentRows>());
+      auto& mine = shard_device_[P];
+      while (int64_t(mine.size()) < P) mine.push_back(std::make_unique<ResidentRows>());
+      for (const auto& r : mine) copies.push_back(r.get());
     }
     std::vector<ShardTopK> parts(shards.size());
     run_on_shards(P, [&](int64_t s) {
@@ -186,7 +191,7 @@ class FlatIndex final : public Index {
       IdRows rows{host, host, row_ids_.data() + r.first, ascending_};
       std::shared_ptr<const DeviceMatrix<float>> on;  // kept alive through the search
       if (shards[size_t(s)].device == Device::gpu) {
-        on = shard_device_[size_t(s)]->sync(shards[size_t(s)], host);
+        on = copies[size_t(s)]->sync(shards[size_t(s)], host);
         rows.rows = MatrixView<const float>{on->view().data, r.rows, dim_, Memory::device};
       }
       search_rows(shards[size_t(s)], Q, ks, metric_, rows, part.values.view(), part.ids.view());
@@ -205,7 +210,8 @@ class FlatIndex final : public Index {
   /// Writes move rows between the shards' slices: their GPU copies are uploaded again.
   void drop_shards() {
     std::lock_guard guard(shards_mutex_);
-    for (const auto& r : shard_device_) r->drop();
+    for (const auto& split : shard_device_)
+      for (const auto& r : split.second) r->drop();
   }
 
   int64_t dim_;
@@ -215,8 +221,9 @@ class FlatIndex final : public Index {
   IdMap ids_;                     // id -> row
   bool ascending_ = true;         // row_ids_ ascends
   ResidentRows device_;
-  mutable std::mutex shards_mutex_;                                  // guards shard_device_'s growth
-  mutable std::vector<std::unique_ptr<ResidentRows>> shard_device_;  // one per GPU of a multi-GPU search
+  mutable std::mutex shards_mutex_;  // guards shard_device_'s growth
+  /// Multi-GPU searches' device copies: per shard count P, one per shard (its slice of the rows).
+  mutable std::map<int64_t, std::vector<std::unique_ptr<ResidentRows>>> shard_device_;
   mutable std::shared_mutex mutex_;
 };
 
