@@ -120,8 +120,7 @@ int main(int argc, char** argv) {
   if (const int ranks = mpi_ranks_launched(); ranks > 1 && !splits_over_mpi_ranks(argc > 1 ? argv[1] : nullptr)) {
     std::fprintf(stderr,
                  "simkit: error: launched as %d MPI ranks, but only `simkit knn`, `gauss` and `kmeans` split their "
-                 "work over ranks%s; "
-                 "run this command without mpirun\n",
+                 "work over ranks%s; run this command without mpirun\n",
                  ranks, splits_over_mpi_ranks("knn") ? "" : " (and this build has no MPI)");
     return 2;
   }
