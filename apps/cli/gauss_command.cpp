@@ -18,6 +18,10 @@
 #include "commands.hpp"
 #include "npy_f64.hpp"
 
+#if defined(SIMKIT_CLI_MPI)  // built with MPI (cmake/SimkitMPI.cmake): `mpirun -n P simkit gauss`
+#include "mpi_launch.hpp"
+#endif
+
 namespace simkit::cli {
 
 namespace {
@@ -31,7 +35,8 @@ struct GaussCommandOptions {
   RunOptions run;
 };
 
-void run_gauss(const GaussCommandOptions& o) {
+/// The options as GaussOptions, checked (everything that needs no file).
+GaussOptions gauss_options(const GaussCommandOptions& o) {
   GaussOptions options;
   options.method = parse_gauss_method(o.method);
   if (!(o.eps > 0 && o.eps < 1)) bad("--eps must lie in (0, 1), got " + number(o.eps));
@@ -42,6 +47,91 @@ void run_gauss(const GaussCommandOptions& o) {
   options.ifgt_order = o.order;
   if (!(std::isfinite(o.bandwidth) && o.bandwidth > 0))
     bad("--bandwidth must be a finite h > 0, got " + number(o.bandwidth));
+  return options;
+}
+
+/// `n` weights from --weights (empty: none given); errors name the option.
+std::vector<double> read_weights(const GaussCommandOptions& o, int64_t n) {
+  if (o.weights.empty()) return {};
+  std::vector<double> q = read_f64_vector(o.weights, "--weights");
+  if (static_cast<int64_t>(q.size()) != n)
+    bad("--weights: " + quoted_path(o.weights) + " holds " + std::to_string(q.size()) + " weights but --sources has " +
+        std::to_string(n) + " rows");
+  return q;
+}
+
+/// --verbose: the method that ran and the IFGT's parameters.
+void print_report(const GaussReport& report) {
+  std::printf("method: %s\n", to_string(report.method));
+  if (report.method == GaussMethod::ifgt)
+    std::printf(
+        "ifgt: K = %lld clusters, p = %d (monomials of total degree < p), cut-off r = %s, "
+        "bound |error| <= %s * sum|q|\n",
+        (long long)report.clusters, report.order, number(report.cutoff_radius).c_str(),
+        number(report.error_bound).c_str());
+  if (!report.note.empty()) std::printf("note: %s\n", report.note.c_str());
+}
+
+#if defined(SIMKIT_CLI_MPI)
+
+/// `mpirun -n P simkit gauss ...`: rank r reads rows row_slice(n, P, r) of --sources alone; rank
+/// 0 reads --targets (broadcast to every rank) and --weights (each rank is sent its slice's);
+/// simkit::mpi::gauss_transform adds the ranks' partial sums on rank 0, which writes --out.
+void run_gauss_mpi(const GaussCommandOptions& o) {
+  const MpiScope scope;
+  const int rank = scope.rank, ranks = scope.ranks;
+  GaussOptions options;
+  Context ctx;
+  BaseSlice sources;
+  std::vector<double> all_q;
+  auto t0 = std::chrono::steady_clock::now();
+  on_every_rank([&] {
+    options = gauss_options(o);
+    ctx = rank_context(o.run);
+    check_output_path(o.out, "--out", {".npy"});
+    sources = read_base_slice(o.sources, "--sources", ranks, rank);
+  });
+  const Matrix<float> Y = read_points_on_root(o.targets, "--targets");
+  on_every_rank([&] {
+    if (Y.cols() != sources.cols)
+      bad("dimension mismatch: --targets " + quoted_path(o.targets) + " has d = " + std::to_string(Y.cols()) +
+          ", --sources " + quoted_path(o.sources) + " has d = " + std::to_string(sources.cols));
+    if (rank == 0) all_q = read_weights(o, sources.rows);
+  });
+  const std::vector<double> q = o.weights.empty() ? std::vector<double>{} : scatter_slices(all_q, sources.rows);
+  const double read_s = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  GaussReport report;
+  const std::vector<double> G = mpi::gauss_transform(ctx, MPI_COMM_WORLD, sources.X.view(), sources.slice.first, q,
+                                                     Y.view(), o.bandwidth, options, 0, &report);
+  const double run_s = seconds_since(t0);
+  if (rank != 0) return;
+
+  t0 = std::chrono::steady_clock::now();
+  write_f64_column(o.out, G);
+  const double write_s = seconds_since(t0);
+  if (o.verbose) print_report(report);
+  std::fflush(stdout);
+  std::fprintf(stderr, "simkit gauss: %d MPI ranks, source rows per rank %s\n", ranks,
+               rows_per_rank(sources.rows, ranks).c_str());
+  std::fprintf(stderr,
+               "simkit gauss: %s targets x %s sources, d = %lld, h = %s, %s over %d ranks: %s (read %s, write %s)\n",
+               with_commas(Y.rows()).c_str(), with_commas(sources.rows).c_str(), (long long)sources.cols,
+               number(o.bandwidth).c_str(), to_string(report.method), ranks, format_duration(run_s).c_str(),
+               format_duration(read_s).c_str(), format_duration(write_s).c_str());
+}
+
+#endif
+
+void run_gauss(const GaussCommandOptions& o) {
+#if defined(SIMKIT_CLI_MPI)
+  if (launched_by_mpi()) {
+    run_gauss_mpi(o);
+    return;
+  }
+#endif
+  const GaussOptions options = gauss_options(o);
   ProgressBar bar("gauss");
   Context ctx = make_context(o.run, bar.callback());
   check_output_path(o.out, "--out", {".npy"});
@@ -50,13 +140,7 @@ void run_gauss(const GaussCommandOptions& o) {
   const Matrix<float> X = read_points(o.sources, "--sources");
   const Matrix<float> Y = read_points(o.targets, "--targets");
   check_same_dimension(Y, "--targets", o.targets, X, "--sources", o.sources);
-  std::vector<double> q;
-  if (!o.weights.empty()) {
-    q = read_f64_vector(o.weights, "--weights");
-    if (static_cast<int64_t>(q.size()) != X.rows())
-      bad("--weights: " + quoted_path(o.weights) + " holds " + std::to_string(q.size()) +
-          " weights but --sources has " + std::to_string(X.rows()) + " rows");
-  }
+  const std::vector<double> q = read_weights(o, X.rows());
   const double read_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
@@ -70,16 +154,7 @@ void run_gauss(const GaussCommandOptions& o) {
   write_f64_column(o.out, G);
   const double write_s = seconds_since(t0);
 
-  if (o.verbose) {
-    std::printf("method: %s\n", to_string(report.method));
-    if (report.method == GaussMethod::ifgt)
-      std::printf(
-          "ifgt: K = %lld clusters, p = %d (monomials of total degree < p), cut-off r = %s, "
-          "bound |error| <= %s * sum|q|\n",
-          (long long)report.clusters, report.order, number(report.cutoff_radius).c_str(),
-          number(report.error_bound).c_str());
-    if (!report.note.empty()) std::printf("note: %s\n", report.note.c_str());
-  }
+  if (o.verbose) print_report(report);
   std::fflush(stdout);
   std::fprintf(stderr, "simkit gauss: %s targets x %s sources, d = %lld, h = %s, %s on %s: %s (read %s, write %s)\n",
                with_commas(Y.rows()).c_str(), with_commas(X.rows()).c_str(), (long long)X.cols(),
@@ -120,7 +195,10 @@ void add_gauss_command(CLI::App& app) {
       "  simkit gauss --sources x.npy --targets y.npy --weights q.npy --bandwidth 0.5 --method ifgt \\\n"
       "               --eps 1e-6 --verbose --out g.npy\n"
       "  simkit gauss --sources x.npy --targets y.npy --bandwidth 1 --method ifgt --ifgt-clusters 3 \\\n"
-      "               --ifgt-order 14 --verbose --out g.npy   # the seed's K = 3, p = 14");
+      "               --ifgt-order 14 --verbose --out g.npy   # the seed's K = 3, p = 14\n"
+      "Under mpirun (a build with MPI), each of the P ranks reads its contiguous slice of --sources and rank 0\n"
+      "adds the ranks' partial sums (direct: the one-process values up to rounding; ifgt: the same bound):\n"
+      "  mpirun -n 4 simkit gauss --sources x.npy --targets y.npy --bandwidth 0.5 --method direct --out g.npy");
   sub->callback([o] { run_gauss(*o); });
 }
 

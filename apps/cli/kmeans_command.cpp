@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <simkit/error.hpp>
@@ -15,6 +16,10 @@
 
 #include "cli_support.hpp"
 #include "commands.hpp"
+
+#if defined(SIMKIT_CLI_MPI)  // built with MPI (cmake/SimkitMPI.cmake): `mpirun -n P simkit kmeans`
+#include "mpi_launch.hpp"
+#endif
 
 namespace simkit::cli {
 
@@ -35,7 +40,8 @@ KmeansInit parse_init(const std::string& name) {
   bad("--init: unknown " + simkit::quoted(name) + " (expected kmeans++ or random)");
 }
 
-void run_kmeans(const KmeansOptions& o) {
+/// The options as KmeansParams, checked (everything that needs no file).
+KmeansParams kmeans_params(const KmeansOptions& o) {
   KmeansParams p;
   p.k = o.k;
   p.metric = parse_metric(o.metric);
@@ -47,35 +53,95 @@ void run_kmeans(const KmeansOptions& o) {
   if (p.metric != Metric::sqeuclidean && p.metric != Metric::cosine)
     bad("--metric: k-means takes sqeuclidean or cosine (spherical), got " + o.metric);
   if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
+  return p;
+}
+
+void check_k(const KmeansOptions& o, int64_t n) {
+  if (o.k > n) bad("-k " + std::to_string(o.k) + " exceeds the " + with_commas(n) + " points in --data");
+}
+
+/// Progress from the iterations, where the bar is drawn.
+void follow(KmeansParams& p, ProgressBar& bar, int iters) {
+  if (bar.enabled())
+    p.on_iteration = [&bar, iters](int it, double inertia) {
+      bar.update(double(it) / double(std::max(1, iters)),
+                 "iteration " + std::to_string(it) + "/" + std::to_string(iters) + ", inertia " + number(inertia));
+    };
+}
+
+/// The outputs, then the summary on stderr and `inertia = ...` last on stdout.
+void finish(const KmeansOptions& o, const KmeansParams& p, const KmeansResult& r, int64_t n, int64_t d,
+            const std::string& where, double train_s, double read_s) {
+  const ClusterOutputs outputs{"--centroids", o.centroids, o.labels};
+  outputs.write(r.centroids.view(), r.labels.view());
+  std::fprintf(
+      stderr, "simkit kmeans: %s x %lld, k = %lld, %s on %s: %s (%s per iteration, read %s)%s\n",
+      with_commas(n).c_str(), (long long)d, (long long)o.k, to_string(p.metric), where.c_str(),
+      format_duration(train_s).c_str(), format_duration(train_s / double(std::max(1, r.iterations + 1))).c_str(),
+      format_duration(read_s).c_str(),
+      r.empty_reseeded > 0 ? (", " + std::to_string(r.empty_reseeded) + " empty clusters re-seeded").c_str() : "");
+  std::printf("inertia = %s after %d iterations\n", number(r.inertia).c_str(), r.iterations);
+}
+
+#if defined(SIMKIT_CLI_MPI)
+
+/// `mpirun -n P simkit kmeans ...`: rank r reads rows row_slice(n, P, r) of --data alone;
+/// simkit::mpi::kmeans gives every rank the centroids and rank 0 the labels, and rank 0 writes
+/// them: the files one process writes, byte for byte.
+void run_kmeans_mpi(const KmeansOptions& o) {
+  const MpiScope scope;
+  const int rank = scope.rank, ranks = scope.ranks;
+  KmeansParams p;
+  Context ctx;
+  BaseSlice data;
+  const auto t0 = std::chrono::steady_clock::now();
+  on_every_rank([&] {
+    p = kmeans_params(o);
+    ctx = rank_context(o.run);
+    ClusterOutputs{"--centroids", o.centroids, o.labels}.check();
+    data = read_base_slice(o.data, "--data", ranks, rank);
+    check_k(o, data.rows);
+  });
+  const double read_s = seconds_since(t0);
+  std::optional<ProgressBar> bar;
+  if (rank == 0) follow(p, bar.emplace("kmeans"), o.iters);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  const KmeansResult r = mpi::kmeans(ctx, MPI_COMM_WORLD, data.X.view(), data.slice.first, p, 0);
+  const double train_s = seconds_since(t1);
+  if (rank != 0) return;
+  bar->finish();
+  std::fprintf(stderr, "simkit kmeans: %d MPI ranks, rows per rank %s\n", ranks,
+               rows_per_rank(data.rows, ranks).c_str());
+  finish(o, p, r, data.rows, data.cols, std::to_string(ranks) + " ranks", train_s, read_s);
+}
+
+#endif
+
+void run_kmeans(const KmeansOptions& o) {
+#if defined(SIMKIT_CLI_MPI)
+  if (launched_by_mpi()) {
+    run_kmeans_mpi(o);
+    return;
+  }
+#endif
+  KmeansParams p = kmeans_params(o);
   ProgressBar bar("kmeans");
   Context ctx = make_context(o.run);
-  if (bar.enabled())
-    p.on_iteration = [&bar, &o](int it, double inertia) {
-      bar.update(double(it) / double(std::max(1, o.iters)),
-                 "iteration " + std::to_string(it) + "/" + std::to_string(o.iters) + ", inertia " + number(inertia));
-    };
-  const ClusterOutputs outputs{"--centroids", o.centroids, o.labels};
-  outputs.check();
+  follow(p, bar, o.iters);
+  ClusterOutputs{"--centroids", o.centroids, o.labels}.check();
 
   auto t0 = std::chrono::steady_clock::now();
   const Matrix<float> X = read_points(o.data, "--data");
   const double read_s = seconds_since(t0);
-  if (o.k > X.rows()) bad("-k " + std::to_string(o.k) + " exceeds the " + with_commas(X.rows()) + " points in --data");
+  check_k(o, X.rows());
 
   t0 = std::chrono::steady_clock::now();
   const KmeansResult r = kmeans(ctx, X.view(), p);
   const double train_s = seconds_since(t0);
   const std::string where = describe_device(ctx);
   bar.finish();
-
-  outputs.write(r.centroids.view(), r.labels.view());
-  std::fprintf(
-      stderr, "simkit kmeans: %s x %lld, k = %lld, %s on %s: %s (%s per iteration, read %s)%s\n",
-      with_commas(X.rows()).c_str(), (long long)X.cols(), (long long)o.k, to_string(p.metric), where.c_str(),
-      format_duration(train_s).c_str(), format_duration(train_s / double(std::max(1, r.iterations + 1))).c_str(),
-      format_duration(read_s).c_str(),
-      r.empty_reseeded > 0 ? (", " + std::to_string(r.empty_reseeded) + " empty clusters re-seeded").c_str() : "");
-  std::printf("inertia = %s after %d iterations\n", number(r.inertia).c_str(), r.iterations);
+  finish(o, p, r, X.rows(), X.cols(), where, train_s, read_s);
 }
 
 }  // namespace
@@ -103,7 +169,10 @@ void add_kmeans_command(CLI::App& app) {
       "  simkit kmeans --data base.fvecs -k 1024 --metric cosine --centroids C.npy --labels L.npy --device gpu\n"
       "Prints `inertia = <value> after <n> iterations` last on stdout: the sum of squared distances (cosine:\n"
       "of 1 - similarity) of every point to its centroid. Labels are each point's nearest centroid, ties to\n"
-      "the lower id; the same seed gives the same result on any thread count.");
+      "the lower id; the same seed gives the same result on any thread count.\n"
+      "Under mpirun (a build with MPI), each of the P ranks reads its contiguous slice of --data and rank 0\n"
+      "writes the same centroids and labels as one process, bit for bit (CPU ranks):\n"
+      "  mpirun -n 4 simkit kmeans --data base.npy -k 256 --centroids C.npy --labels L.npy --device cpu");
   sub->callback([o] { run_kmeans(*o); });
 }
 

@@ -94,6 +94,30 @@ Matrix<float> read_points_on_root(const std::string& path, std::string_view opti
   return M;
 }
 
+std::vector<double> scatter_slices(const std::vector<double>& all, int64_t n) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const mpi::RowSlice mine = mpi::row_slice(n, ranks, rank);
+  std::vector<double> out(static_cast<size_t>(mine.rows));
+  // Point to point in pieces of at most 2^30 values: MPI counts are int.
+  const int64_t piece = int64_t{1} << 30;
+  if (rank == 0) {
+    std::copy_n(all.begin(), mine.rows, out.begin());
+    for (int r = 1; r < ranks; ++r) {
+      const mpi::RowSlice s = mpi::row_slice(n, ranks, r);
+      for (int64_t at = 0; at < s.rows; at += piece)
+        MPI_Send(all.data() + s.first + at, static_cast<int>(std::min(piece, s.rows - at)), MPI_DOUBLE, r, 0,
+                 MPI_COMM_WORLD);
+    }
+  } else {
+    for (int64_t at = 0; at < mine.rows; at += piece)
+      MPI_Recv(out.data() + at, static_cast<int>(std::min(piece, mine.rows - at)), MPI_DOUBLE, 0, 0, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  }
+  return out;
+}
+
 std::string rows_per_rank(int64_t n, int ranks) {
   std::string rows;
   for (int p = 0; p < ranks && p < 8; ++p) rows += (p > 0 ? ", " : "") + with_commas(mpi::row_slice(n, ranks, p).rows);

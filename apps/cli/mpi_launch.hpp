@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <mpi.h>
 
@@ -67,6 +68,10 @@ BaseSlice read_base_slice(const std::string& path, std::string_view option, int 
 /// receives it: the queries are read once and broadcast, not read by every rank. Collective;
 /// a read error is agreed on (every rank throws it).
 Matrix<float> read_points_on_root(const std::string& path, std::string_view option);
+
+/// Rank 0's `all` (n values, one per base row; ignored elsewhere) cut by mpi::row_slice: each rank
+/// receives its slice's values (--weights). Collective.
+std::vector<double> scatter_slices(const std::vector<double>& all, int64_t n);
 
 /// "1,000, 1,000, 999" (the first eight ranks' rows, then "...").
 std::string rows_per_rank(int64_t n, int ranks);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/gauss_checks.hpp"
 #include "core/ifgt_plan.hpp"
 #include "core/validate.hpp"
 
@@ -33,10 +34,14 @@ std::string num(double v) {
   return buf;
 }
 
-void check_arguments(MatrixView<const float> X, const std::vector<double>& q, MatrixView<const float> Y, double h,
-                     MatrixView<double> out, const GaussOptions& options) {
-  detail::check_points(X, "sources");
-  detail::check_points(Y, "targets");
+}  // namespace
+
+namespace detail {
+
+void check_gauss_arguments(const Context& ctx, MatrixView<const float> X, const std::vector<double>& q,
+                           MatrixView<const float> Y, double h, MatrixView<double> out, const GaussOptions& options) {
+  check_points(X, "sources");
+  check_points(Y, "targets");
   if (X.cols != Y.cols)
     fail("dimension mismatch: sources have d = " + std::to_string(X.cols) +
          ", targets have d = " + std::to_string(Y.cols));
@@ -55,9 +60,12 @@ void check_arguments(MatrixView<const float> X, const std::vector<double>& q, Ma
          " x " + std::to_string(out.cols));
   for (size_t i = 0; i < q.size(); ++i)
     if (!std::isfinite(q[i])) fail("weights contain NaN or Inf (index " + std::to_string(i) + ")");
+  // Host data is checked before the device is resolved, so bad input fails with its own
+  // message alone (as in knn).
+  check_host_finite(ctx, {{X, "sources"}, {Y, "targets"}});
 }
 
-}  // namespace
+}  // namespace detail
 
 GaussMethod parse_gauss_method(const std::string& name) {
   if (name == "direct") return GaussMethod::direct;
@@ -79,10 +87,7 @@ const char* to_string(GaussMethod method) noexcept {
 GaussReport gauss_transform(const Context& ctx, MatrixView<const float> X, const std::vector<double>& q,
                             MatrixView<const float> Y, double h, MatrixView<double> out, const GaussOptions& options) {
   const auto t_start = std::chrono::steady_clock::now();
-  check_arguments(X, q, Y, h, out, options);
-  // Host data is checked before the device is resolved, so bad input fails with its own
-  // message alone (as in knn).
-  detail::check_host_finite(ctx, {{X, "sources"}, {Y, "targets"}});
+  detail::check_gauss_arguments(ctx, X, q, Y, h, out, options);
   const detail::Backend& backend = detail::backend_for(ctx, {X.where, Y.where, out.where});
   detail::check_device_finite(ctx, {{X, "sources"}, {Y, "targets"}});
 

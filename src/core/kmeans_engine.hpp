@@ -11,6 +11,10 @@
 //               ties to the lower centroid id.
 //   update      core/centroid_sums.hpp: points in label order (point order within a cluster),
 //               summed in float64 in fixed chunks, the chunks summed in order.
+//   inertia     the CPU engine sums the points' costs in blocks of kCostBlock points from the
+//               first, each block from 0 in point order, the block sums in order from 0 (so
+//               MPI ranks can reproduce it: src/mpi/kmeans.cpp); the GPU engine's, with the
+//               points resident, is a device reduction of its own order.
 
 #include <cstdint>
 #include <vector>
@@ -20,6 +24,8 @@
 #include "core/centroid_sums.hpp"
 
 namespace simkit::detail {
+
+inline constexpr int64_t kCostBlock = 256;
 
 struct AssignStats {
   int64_t rows = 0;             // points assigned, over every assign() so far

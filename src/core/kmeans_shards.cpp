@@ -94,6 +94,12 @@ class ShardedKmeansEngine final : public KmeansEngine {
 
 }  // namespace
 
+std::unique_ptr<KmeansEngine> make_kmeans_engine(const Context& ctx, const Backend& backend, MatrixView<const float> X,
+                                                 bool spherical) {
+  const std::vector<Context> shards = gpu_shard_contexts(ctx, {Memory::host});
+  return shards.empty() ? backend.kmeans_engine(ctx, X, spherical) : sharded_kmeans_engine(shards, X, spherical);
+}
+
 std::unique_ptr<KmeansEngine> sharded_kmeans_engine(const std::vector<Context>& shards, MatrixView<const float> X,
                                                     bool spherical) {
   return std::make_unique<ShardedKmeansEngine>(shards, X, spherical);

@@ -25,6 +25,13 @@
 
 namespace simkit::detail {
 
+class Backend;
+
+/// The engine k-means runs on ctx: sharded_kmeans_engine over gpu_shard_contexts(ctx) when ctx
+/// names several GPUs, else the backend's own.
+std::unique_ptr<KmeansEngine> make_kmeans_engine(const Context& ctx, const Backend& backend, MatrixView<const float> X,
+                                                 bool spherical);
+
 /// An engine over `shards` (one Context each, from gpu_shard_contexts; CPU ones in the tests)
 /// for the n x d host points X.
 std::unique_ptr<KmeansEngine> sharded_kmeans_engine(const std::vector<Context>& shards, MatrixView<const float> X,

@@ -2,6 +2,7 @@
 
 #include "mpi/collective.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -68,6 +69,85 @@ std::vector<int64_t> contiguous_layout(MPI_Comm comm, const char* who, int64_t f
     total += layout[2 * size_t(r) + 1];
   }
   return layout;
+}
+
+int owner_of(const std::vector<int64_t>& layout, int64_t row) {
+  // The last rank whose slice starts at or before `row` and holds rows: slices are contiguous.
+  int owner = 0;
+  for (size_t r = 0; 2 * r < layout.size(); ++r)
+    if (layout[2 * r] <= row && layout[2 * r + 1] > 0) owner = static_cast<int>(r);
+  return owner;
+}
+
+int64_t common_cols(MPI_Comm comm, const char* who, int64_t rows, int64_t cols) {
+  // Minima of cols and -cols: the least and the greatest; a rank without rows is neutral.
+  const int64_t mine[2] = {rows > 0 ? cols : INT64_MAX, rows > 0 ? -cols : INT64_MAX};
+  int64_t agreed[2];
+  MPI_Allreduce(mine, agreed, 2, MPI_INT64_T, MPI_MIN, comm);
+  if (agreed[0] == INT64_MAX) return 0;
+  if (agreed[0] != -agreed[1])
+    throw Error(ErrorCode::invalid_argument, std::string(who) + ": the ranks' slices have different dimensions (" +
+                                                 std::to_string(agreed[0]) + " and " + std::to_string(-agreed[1]) +
+                                                 " columns)");
+  return agreed[0];
+}
+
+namespace {
+constexpr int64_t kPiece = int64_t{1} << 30;
+constexpr int kTag = 35;
+
+int64_t type_bytes(MPI_Datatype type) {
+  int bytes = 0;
+  MPI_Type_size(type, &bytes);
+  return bytes;
+}
+}  // namespace
+
+void send_all(const void* data, int64_t count, MPI_Datatype type, int dest, MPI_Comm comm) {
+  const auto* p = static_cast<const char*>(data);
+  for (int64_t at = 0; at < count; at += kPiece)
+    MPI_Send(p + at * type_bytes(type), static_cast<int>(std::min(kPiece, count - at)), type, dest, kTag, comm);
+}
+
+void recv_all(void* data, int64_t count, MPI_Datatype type, int source, MPI_Comm comm) {
+  auto* p = static_cast<char*>(data);
+  for (int64_t at = 0; at < count; at += kPiece)
+    MPI_Recv(p + at * type_bytes(type), static_cast<int>(std::min(kPiece, count - at)), type, source, kTag, comm,
+             MPI_STATUS_IGNORE);
+}
+
+void bcast_all(void* data, int64_t count, MPI_Datatype type, int root, MPI_Comm comm) {
+  auto* p = static_cast<char*>(data);
+  for (int64_t at = 0; at < count; at += kPiece)
+    MPI_Bcast(p + at * type_bytes(type), static_cast<int>(std::min(kPiece, count - at)), type, root, comm);
+}
+
+Matrix<float> gather_rows(MPI_Comm comm, const std::vector<int64_t>& layout, MatrixView<const float> X_local, int64_t d,
+                          const std::vector<int64_t>& rows) {
+  const int ranks = comm_size(comm), rank = comm_rank(comm);
+  // `rows` ascending and the slices contiguous: rank r's share is one run of `rows`, and the
+  // runs in rank order are `rows` in order. A row is one element of `row_type`, so the counts
+  // are rows, not values.
+  std::vector<int> counts(static_cast<size_t>(ranks)), displs(static_cast<size_t>(ranks));
+  int at = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const int64_t lo = layout[2 * size_t(r)], hi = lo + layout[2 * size_t(r) + 1];
+    counts[size_t(r)] = static_cast<int>(std::lower_bound(rows.begin(), rows.end(), hi) -
+                                         std::lower_bound(rows.begin(), rows.end(), lo));
+    displs[size_t(r)] = at;
+    at += counts[size_t(r)];
+  }
+  Matrix<float> out(static_cast<int64_t>(rows.size()), d);
+  std::vector<float> mine(static_cast<size_t>(counts[size_t(rank)] * d));
+  const int64_t first = layout[2 * size_t(rank)];
+  for (int i = 0; i < counts[size_t(rank)]; ++i)
+    std::copy_n(X_local.row(rows[size_t(displs[size_t(rank)] + i)] - first), d, mine.data() + i * d);
+  MPI_Datatype row_type;
+  MPI_Type_contiguous(static_cast<int>(d), MPI_FLOAT, &row_type);
+  MPI_Type_commit(&row_type);
+  MPI_Allgatherv(mine.data(), counts[size_t(rank)], row_type, out.data(), counts.data(), displs.data(), row_type, comm);
+  MPI_Type_free(&row_type);
+  return out;
 }
 
 }  // namespace simkit::mpi_detail

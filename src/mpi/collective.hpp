@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <simkit/error.hpp>
+#include <simkit/matrix.hpp>
 
 namespace simkit::mpi_detail {
 
@@ -54,5 +55,23 @@ void check_same(MPI_Comm comm, const char* who, const std::vector<Same>& values)
 /// Error(invalid_argument) on every rank unless they are contiguous from row 0. Returns the
 /// gathered layout (2 values per rank) and sets `total` to the rows of all of them.
 std::vector<int64_t> contiguous_layout(MPI_Comm comm, const char* who, int64_t first, int64_t rows, int64_t& total);
+
+/// The rank whose slice of `layout` (contiguous_layout's) holds global row `row` (< the total).
+int owner_of(const std::vector<int64_t>& layout, int64_t row);
+
+/// Collective: the columns of the ranks that hold rows (a rank with none may pass any); throws
+/// Error(invalid_argument) on every rank when they differ. 0 when no rank holds rows.
+int64_t common_cols(MPI_Comm comm, const char* who, int64_t rows, int64_t cols);
+
+/// MPI_Send / MPI_Recv / MPI_Bcast of `count` values of `type` in pieces of at most 2^30 (MPI
+/// counts are int).
+void send_all(const void* data, int64_t count, MPI_Datatype type, int dest, MPI_Comm comm);
+void recv_all(void* data, int64_t count, MPI_Datatype type, int source, MPI_Comm comm);
+void bcast_all(void* data, int64_t count, MPI_Datatype type, int root, MPI_Comm comm);
+
+/// The global rows `rows` (ascending) gathered on every rank, in that order, from the ranks
+/// that hold them (`X_local`: this rank's slice of `layout`, d columns).
+Matrix<float> gather_rows(MPI_Comm comm, const std::vector<int64_t>& layout, MatrixView<const float> X_local, int64_t d,
+                          const std::vector<int64_t>& rows);
 
 }  // namespace simkit::mpi_detail

@@ -47,3 +47,11 @@ add_test(NAME cli_mpi_knn
          COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/mpi_knn.sh $<TARGET_FILE:simkit_cli> ${SIMKIT_TEST_DATA_DIR}
                  ${SIMKIT_CLI_TEST_WORK}/mpi_knn)
 set_tests_properties(cli_mpi_knn PROPERTIES LABELS cpu TIMEOUT 240 SKIP_RETURN_CODE 77)
+
+# `mpirun -n 1/2/3 simkit gauss` within 1e-12 relative of one process (direct; ifgt within its
+# bound) and `simkit kmeans` byte-identical (both metrics, both inits, --sample, re-seeds);
+# skipped (77) without mpirun, python3 or a build without MPI.
+add_test(NAME cli_mpi_gauss_kmeans
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/mpi_gauss_kmeans.sh $<TARGET_FILE:simkit_cli>
+                 ${SIMKIT_CLI_TEST_WORK}/mpi_gauss_kmeans)
+set_tests_properties(cli_mpi_gauss_kmeans PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77)

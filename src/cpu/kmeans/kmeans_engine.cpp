@@ -26,7 +26,9 @@ namespace simkit::detail::cpu {
 
 namespace {
 
-constexpr int64_t kRows = 256;   // points per task: a 256 x 1024 product block is 1 MiB (cpu/block.hpp)
+// Points per task: a 256 x 1024 product block is 1 MiB (cpu/block.hpp). A task's costs are the
+// inertia's block (core/kmeans_engine.hpp), so the task size is that rule's.
+constexpr int64_t kRows = kCostBlock;
 constexpr int64_t kTile = 1024;  // centroids per sgemm
 constexpr int kCandidates = 2;
 
