@@ -112,12 +112,18 @@ ShardManifest save_shards(MPI_Comm comm, const Index& shard, int64_t row_offset,
   hidden += shard_name(rank, ranks);
   hidden += ".staged";
   const fs::path staged = folder / hidden;
-  agree_on(comm, kSave, [&] {
+  try {
+    agree_on(comm, kSave, [&] {
+      std::error_code ec;
+      if (!fs::is_directory(folder, ec))
+        throw Error(ErrorCode::io, simkit::quoted(dir, 256) + " is not a directory (create it first)");
+      shard.save(staged.string());
+    });
+  } catch (const Error&) {  // some rank could not save: the others' staged shards go too
     std::error_code ec;
-    if (!fs::is_directory(folder, ec))
-      throw Error(ErrorCode::io, simkit::quoted(dir, 256) + " is not a directory (create it first)");
-    shard.save(staged.string());
-  });
+    fs::remove(staged, ec);
+    throw;
+  }
   agree_on(comm, kSave, [&] {
     std::error_code ec;
     if (rank == root && fs::exists(folder / "manifest.json", ec) && !fs::remove(folder / "manifest.json", ec))

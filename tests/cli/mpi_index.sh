@@ -109,6 +109,7 @@ for metric in l2 dot pearson; do
 done
 group pq_five five.npy five_q.npy "--type ivf_pq --nlist 2 --m 2 --refine 2 --metric cosine" "3" "-k 3 --nprobe 2" \
   "-k 6 --nprobe 1"
+group pq_two two.npy two_q.npy "--type ivf_pq --nlist 2 --m 2 --refine 2 --metric l2" "3" "-k 2 --nprobe 2" # 1, 1, 0
 group pq_digits "${digits[@]}" "--type ivf_pq --nlist 16 --m 16 --refine 4 --metric sqeuclidean" "2" \
   "-k 25 --nprobe 16" "-k 25 --nprobe 4" "-k 25 --nprobe 16 --refine 1"
 
