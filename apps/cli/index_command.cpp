@@ -24,6 +24,8 @@
 #include "recall.hpp"
 
 #if defined(SIMKIT_CLI_MPI)  // built with MPI (cmake/SimkitMPI.cmake): `mpirun -n P simkit index build|search`
+#include <simkit/mpi_index.hpp>
+
 #include "mpi_launch.hpp"
 #endif
 
@@ -182,9 +184,16 @@ bool is_sharded_index(const std::string& path) {
 }
 
 void refuse_sharded(const std::string& path, const std::string& command) {
+  std::string shards = "<its shards>";
+#if defined(SIMKIT_CLI_MPI)
+  try {
+    shards = std::to_string(mpi::read_manifest(path).shards.size());
+  } catch (const Error&) {  // the search would name what is wrong with the manifest
+  }
+#endif
   bad("--index " + quoted_path(path) + " is a sharded index (a manifest.json and one file per MPI rank): `simkit " +
-      command + "` works on single index files; a sharded index is searched with `mpirun -n <its shards> simkit " +
-      "index search` and rebuilt with `mpirun -n P simkit index build`");
+      command + "` works on single index files; a sharded index is searched with `mpirun -n " + shards +
+      " simkit index search` and rebuilt with `mpirun -n P simkit index build`");
 }
 
 namespace {

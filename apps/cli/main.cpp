@@ -134,14 +134,16 @@ int main(int argc, char** argv) {
   prepare_runtime_environment(argc, argv);
   if (const int ranks = mpi_ranks_launched(); ranks > 1 && !splits_over_mpi_ranks(argc, argv)) {
 #if defined(SIMKIT_CLI_MPI)
-    const char* which = "";
-#else
-    const char* which = "; this build has no MPI";
-#endif
     std::fprintf(stderr,
                  "simkit: error: launched as %d MPI ranks, but %s does not split its work over ranks (only `simkit "
-                 "knn`, `simkit index build` and `simkit index search` do%s); run it without mpirun\n",
-                 ranks, one_line(command_named(argc, argv)).c_str(), which);
+                 "knn`, `simkit index build` and `simkit index search` do); run it without mpirun\n",
+                 ranks, one_line(command_named(argc, argv)).c_str());
+#else
+    std::fprintf(stderr,
+                 "simkit: error: launched as %d MPI ranks, but this build has no MPI, so %s would run whole on every "
+                 "rank; run it without mpirun\n",
+                 ranks, one_line(command_named(argc, argv)).c_str());
+#endif
     return 2;
   }
   CLI::App app(
