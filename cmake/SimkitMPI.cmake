@@ -1,17 +1,28 @@
-# MPI ranks (issue 35 part 2): libsimkit_mpi (include/simkit/mpi.hpp, src/mpi/) and the CLI's
-# `mpirun -n P simkit knn`, built when an MPI with its C++ compiler wrapper flags is found (Debian:
-# libopenmpi-dev openmpi-bin, which scripts/setup.sh installs). SIMKIT_MPI=AUTO builds it when
-# found, ON requires it, OFF leaves it out; without it everything else builds and runs as before.
+# MPI ranks (issue 35 part 2): libsimkit_mpi (include/simkit/mpi.hpp, mpi_index.hpp, src/mpi/) and
+# the CLI's `mpirun -n P simkit knn` and `index build|search`, built when an MPI with its C++
+# compiler wrapper flags is found (Debian: libopenmpi-dev openmpi-bin, which scripts/setup.sh
+# installs). SIMKIT_MPI=AUTO builds it when found, ON requires it, OFF leaves it out; without it
+# everything else builds and runs as before.
 set(SIMKIT_MPI AUTO CACHE STRING "Build the MPI entry points (simkit::mpi, mpirun simkit knn): AUTO (when MPI is found), ON or OFF")
 set_property(CACHE SIMKIT_MPI PROPERTY STRINGS AUTO ON OFF)
 set(SIMKIT_HAVE_MPI 0)
 set(SIMKIT_MPI_DESCRIPTION "off")
 if(NOT SIMKIT_MPI STREQUAL "OFF")
   find_package(MPI COMPONENTS CXX QUIET)
-  if(MPI_CXX_FOUND)
+  find_package(nlohmann_json 3 CONFIG QUIET)  # the sharded index's manifest
+  if(MPI_CXX_FOUND AND NOT nlohmann_json_FOUND)
+    set(_simkit_mpi_missing "nlohmann-json (Debian nlohmann-json3-dev, which scripts/setup.sh installs)")
+  endif()
+  if(MPI_CXX_FOUND AND nlohmann_json_FOUND)
     set(SIMKIT_HAVE_MPI 1)
-    set(SIMKIT_MPI_DESCRIPTION "on (MPI ${MPI_CXX_VERSION}; simkit::mpi and mpirun simkit knn)")
+    set(SIMKIT_MPI_DESCRIPTION "on (MPI ${MPI_CXX_VERSION}; simkit::mpi, mpirun simkit knn and index build/search)")
     message(STATUS "simkit: MPI on (MPI ${MPI_CXX_VERSION}, ${MPI_CXX_LIBRARIES})")
+  elseif(_simkit_mpi_missing)
+    if(SIMKIT_MPI STREQUAL "ON")
+      message(FATAL_ERROR "SIMKIT_MPI=ON but ${_simkit_mpi_missing} was not found")
+    endif()
+    set(SIMKIT_MPI_DESCRIPTION "off (no ${_simkit_mpi_missing})")
+    message(STATUS "simkit: MPI off (MPI found, but not ${_simkit_mpi_missing})")
   elseif(SIMKIT_MPI STREQUAL "ON")
     message(FATAL_ERROR "SIMKIT_MPI=ON but no MPI was found (scripts/setup.sh installs libopenmpi-dev openmpi-bin)")
   else()

@@ -29,6 +29,11 @@ import sys
 # top-k that the GPU k-NN uses for k > 1024 and for bases streamed from host memory.
 CUDA_MAY_USE_CPU = ["cpu/select/top_k.hpp"]
 
+# The only index headers the MPI entry points may include: what a sharded index needs beyond the
+# public Index (training on the whole base's sample, stored rows, ivf_pq's two rounds), and how an
+# index reads its search parameters.
+MPI_MAY_USE_INDEX = ["index/shard_hooks.hpp", "index/search_params.hpp"]
+
 # (layer, path test on the repo-relative path, layers it may include or None for anything,
 #  headers (relative to src/) allowed besides those layers, reason printed with a violation)
 LAYERS = [
@@ -65,8 +70,9 @@ LAYERS = [
     ("index", r"src/index/", {"core", "index", "index-tree"}, [],
      "an index family's shared code stays backend-free; its searchers live in its cpu/ and cuda/ "
      "folders"),
-    ("mpi", r"src/mpi/", {"core", "mpi"}, [],
-     "the MPI entry points (libsimkit_mpi) build on core: the metric plan and the float64 keys"),
+    ("mpi", r"src/mpi/", {"core", "mpi"}, MPI_MAY_USE_INDEX,
+     "the MPI entry points (libsimkit_mpi) build on core (the metric plan and the float64 keys) and "
+     "reach the indexes only through the sharded index's hooks"),
     ("apps", r"apps/", {"apps"}, [],
      "applications use the public API"),
     ("python", r"python/src/", {"python"}, [],

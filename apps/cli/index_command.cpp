@@ -20,35 +20,18 @@
 
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "index_options.hpp"
 #include "recall.hpp"
+
+#if defined(SIMKIT_CLI_MPI)  // built with MPI (cmake/SimkitMPI.cmake): `mpirun -n P simkit index build|search`
+#include <simkit/mpi_index.hpp>
+
+#include "mpi_launch.hpp"
+#endif
 
 namespace simkit::cli {
 
 namespace {
-
-struct BuildOptions {
-  std::string base, type = "ivf_flat", metric, out, ids, nprobe, description, refine_on = "device";
-  int64_t nlist = 1024, train_sample = 0;
-  int64_t m = 0, refine = 4;                 // ivf_pq
-  int64_t tables = 6, bits = 2, probes = 1;  // lsh (the seed document's configuration)
-  int64_t ef_construction = 200, ef = 64;    // hnsw (its links per node: --m, 0 meaning 16)
-  std::string storage = "float32";           // hnsw: float32 or sq8
-  double width = 0;
-  int iterations = 25;
-  uint64_t seed = 0;
-  RunOptions run;
-};
-
-struct EditOptions {
-  std::string index, base, ids;
-  RunOptions run;
-};
-
-struct SearchOptions {
-  std::string index, queries, ids, distances, truth, nprobe, allowed;
-  int64_t k = 0, refine = 0, probes = 0, ef = 0;
-  RunOptions run;
-};
 
 /// "--nprobe 32" or "--nprobe seed"; empty: the index's default.
 int64_t parse_nprobe(const std::string& text) {
@@ -78,9 +61,24 @@ std::vector<int64_t> read_id_list(const std::string& path, int64_t expect) {
   return std::vector<int64_t>(m.data(), m.data() + m.size());
 }
 
-/// --allowed for search: one list of ids (.npy of any integer type, 1-D or one column; or .ivecs),
-/// sorted ascending without repeats as SearchParams::allowed requires. The file is not sorted
-/// for the caller: an out-of-order list is refused, naming the first position out of order.
+std::unique_ptr<Index> load_named(const std::string& path) {
+  try {
+    return load_index(path);
+  } catch (const Error& e) {
+    throw Error(e.code(), "--index: " + std::string(e.what()));
+  }
+}
+
+void report(const char* what, const Index& index, const std::string& path, double seconds) {
+  std::fprintf(stderr, "simkit index %s: %s, %s, d = %lld, %s vectors -> %s in %s\n", what, index.description().c_str(),
+               to_string(index.metric()), (long long)index.dim(), with_commas(index.size()).c_str(), path.c_str(),
+               format_duration(seconds).c_str());
+}
+
+}  // namespace
+
+// --allowed: .npy of any integer type (1-D or one column) or .ivecs. The file is not sorted for
+// the caller: an out-of-order list is refused, naming the first position out of order.
 std::vector<int64_t> read_allowed(const std::string& path) {
   Matrix<int64_t> m;
   try {
@@ -100,23 +98,7 @@ std::vector<int64_t> read_allowed(const std::string& path) {
   return ids;
 }
 
-std::unique_ptr<Index> load_named(const std::string& path) {
-  try {
-    return load_index(path);
-  } catch (const Error& e) {
-    throw Error(e.code(), "--index: " + std::string(e.what()));
-  }
-}
-
-void report(const char* what, const Index& index, const std::string& path, double seconds) {
-  std::fprintf(stderr, "simkit index %s: %s, %s, d = %lld, %s vectors -> %s in %s\n", what, index.description().c_str(),
-               to_string(index.metric()), (long long)index.dim(), with_commas(index.size()).c_str(), path.c_str(),
-               format_duration(seconds).c_str());
-}
-
-/// The factory description the build options name (include/simkit/index.hpp, make_index);
-/// --description wins over --type and its options.
-std::string build_description(const BuildOptions& o) {
+std::string build_description(const IndexBuildOptions& o) {
   if (!o.description.empty()) return o.description;
   const auto cells = [&](const std::string& kind) {
     std::string d = kind + ",nlist=" + std::to_string(o.nlist);
@@ -145,7 +127,81 @@ std::string build_description(const BuildOptions& o) {
   bad("--type must be flat, ivf_flat, ivf_pq, lsh, tree or hnsw, got " + simkit::quoted(o.type));
 }
 
-void run_build(const BuildOptions& o) {
+void check_nlist(const IndexBuildOptions& o, int64_t n) {
+  if ((o.type == "ivf_flat" || o.type == "ivf_pq") && o.description.empty() && n < o.nlist)
+    bad("--nlist " + std::to_string(o.nlist) + " exceeds the " + with_commas(n) + " vectors in --base; lower it");
+}
+
+void check_search_options(const IndexSearchOptions& o) {
+  if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
+  if (o.refine < 0) bad("--refine must be >= 0, got " + std::to_string(o.refine));
+  if (o.probes < 0) bad("--probes must be >= 0, got " + std::to_string(o.probes));
+  if (o.ef < 0) bad("--ef must be >= 0, got " + std::to_string(o.ef));
+  parse_nprobe(o.nprobe);
+  check_output_path(o.ids, "--ids", {".npy", ".ivecs"});
+  if (!o.distances.empty()) check_output_path(o.distances, "--distances", {".npy", ".fvecs"});
+  check_distinct_outputs({{"--ids", o.ids}, {"--distances", o.distances}});
+}
+
+std::unique_ptr<SearchParams> search_params_for(const Index& index, const IndexSearchOptions& o) {
+  SearchKnobs knobs{parse_nprobe(o.nprobe), o.refine, o.probes};
+  knobs.ef = o.ef;
+  try {
+    return make_search_params(index, knobs);
+  } catch (const Error& e) {
+    bad(std::string("--") + e.what());  // "--refine applies to ivf_pq; this index is ivf_flat"
+  }
+}
+
+void write_search_outputs(const IndexSearchOptions& o, const IndexSearchResult& r) {
+  OutputSet outputs;
+  write_ids(outputs.stage(o.ids), r.ids.view());
+  if (!o.distances.empty()) write_matrix(outputs.stage(o.distances), r.values.view());
+  outputs.commit();
+}
+
+void report_search_notes(const IndexSearchOptions& o, const SearchStats& stats, int64_t queries, bool has_allowed,
+                         int64_t allowed) {
+  if (stats.short_rows > 0)
+    std::fprintf(stderr,
+                 "simkit index search: %s of %s queries had fewer than k = %lld candidates; their rows are padded "
+                 "with id -1 (%s)\n",
+                 with_commas(stats.short_rows).c_str(), with_commas(queries).c_str(), (long long)o.k,
+                 has_allowed ? "the allow-list holds fewer stored vectors, or probe more: --nprobe"
+                             : "probe more: --nprobe, --probes, --ef");
+  if (has_allowed)
+    std::fprintf(stderr, "simkit index search: --allowed %s: %s ids allowed; %s\n", quoted_path(o.allowed).c_str(),
+                 with_commas(allowed).c_str(),
+                 stats.gathered > 0 ? "gathered: the allowed rows were copied out and searched exactly"
+                                    : "not gathered: the list was tested inside the index's own scan");
+}
+
+bool is_sharded_index(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (std::filesystem::is_directory(p, ec)) return std::filesystem::is_regular_file(p / "manifest.json", ec);
+  return p.filename() == "manifest.json" && std::filesystem::is_regular_file(p, ec);
+}
+
+void refuse_sharded(const std::string& path, const std::string& command) {
+  std::string shards = "<its shards>";
+#if defined(SIMKIT_CLI_MPI)
+  try {
+    shards = std::to_string(mpi::read_manifest(path).shards.size());
+  } catch (const Error&) {  // the search would name what is wrong with the manifest
+  }
+#endif
+  bad("--index " + quoted_path(path) + " is a sharded index (a manifest.json and one file per MPI rank): `simkit " +
+      command + "` works on single index files; a sharded index is searched with `mpirun -n " + shards +
+      " simkit index search` and rebuilt with `mpirun -n P simkit index build`");
+}
+
+namespace {
+
+void run_build(const IndexBuildOptions& o) {
+#if defined(SIMKIT_CLI_MPI)
+  if (launched_by_mpi()) return run_index_build_mpi(o);
+#endif
   const Metric metric = parse_metric(o.metric);
   const std::string description = build_description(o);
   check_output_path(o.out, "--out", {});  // any extension; the directory must be writable
@@ -156,9 +212,7 @@ void run_build(const BuildOptions& o) {
   std::vector<int64_t> ids;
   if (!o.ids.empty()) ids = read_id_list(o.ids, X.rows());
   std::unique_ptr<Index> index = make_index(description, X.cols(), metric);
-  if ((o.type == "ivf_flat" || o.type == "ivf_pq") && o.description.empty() && X.rows() < o.nlist)
-    bad("--nlist " + std::to_string(o.nlist) + " exceeds the " + with_commas(X.rows()) +
-        " vectors in --base; lower it");
+  check_nlist(o, X.rows());
   index->train(ctx, X.view());
   index->add(ctx, X.view(), ids);
   index->save(o.out);
@@ -166,7 +220,8 @@ void run_build(const BuildOptions& o) {
   report("build", *index, o.out, seconds_since(t0));
 }
 
-void run_add(const EditOptions& o) {
+void run_add(const IndexEditOptions& o) {
+  if (is_sharded_index(o.index)) refuse_sharded(o.index, "index add");
   ProgressBar bar("index add");
   Context ctx = make_context(o.run, bar.callback());
   const auto t0 = std::chrono::steady_clock::now();
@@ -180,7 +235,8 @@ void run_add(const EditOptions& o) {
   report("add", *index, o.index, seconds_since(t0));
 }
 
-void run_remove(const EditOptions& o) {
+void run_remove(const IndexEditOptions& o) {
+  if (is_sharded_index(o.index)) refuse_sharded(o.index, "index remove");
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Index> index = load_named(o.index);
   const std::vector<int64_t> ids = read_id_list(o.ids, -1);
@@ -190,19 +246,15 @@ void run_remove(const EditOptions& o) {
   report("remove", *index, o.index, seconds_since(t0));
 }
 
-void run_search(const SearchOptions& o) {
-  if (o.k < 1) bad("-k must be at least 1, got " + std::to_string(o.k));
-  if (o.refine < 0) bad("--refine must be >= 0, got " + std::to_string(o.refine));
-  if (o.probes < 0) bad("--probes must be >= 0, got " + std::to_string(o.probes));
-  if (o.ef < 0) bad("--ef must be >= 0, got " + std::to_string(o.ef));
+void run_search(const IndexSearchOptions& o) {
+#if defined(SIMKIT_CLI_MPI)
+  if (launched_by_mpi()) return run_index_search_mpi(o);
+#endif
+  check_search_options(o);
+  if (is_sharded_index(o.index)) refuse_sharded(o.index, "index search");  // without mpirun
   SearchStats stats;
-  SearchKnobs knobs{parse_nprobe(o.nprobe), o.refine, o.probes};
-  knobs.ef = o.ef;
   ProgressBar bar("index search");
   Context ctx = make_context(o.run, bar.callback());
-  check_output_path(o.ids, "--ids", {".npy", ".ivecs"});
-  if (!o.distances.empty()) check_output_path(o.distances, "--distances", {".npy", ".fvecs"});
-  check_distinct_outputs({{"--ids", o.ids}, {"--distances", o.distances}});
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Index> index = load_named(o.index);
   const Matrix<float> Q = read_points(o.queries, "--queries");
@@ -213,12 +265,7 @@ void run_search(const SearchOptions& o) {
     bad("--ids: .ivecs holds int32 ids but the index holds larger ones; use .npy (int64)");
   std::optional<Matrix<int64_t>> truth;
   if (!o.truth.empty()) truth = read_truth(o.truth, Q.rows(), o.k);
-  std::unique_ptr<SearchParams> params;
-  try {
-    params = make_search_params(*index, knobs);
-  } catch (const Error& e) {
-    bad(std::string("--") + e.what());  // "--refine applies to ivf_pq; this index is ivf_flat"
-  }
+  std::unique_ptr<SearchParams> params = search_params_for(*index, o);
   SearchParams& sp = *params;
   sp.stats = &stats;
   std::vector<int64_t> allowed;
@@ -233,26 +280,10 @@ void run_search(const SearchOptions& o) {
   const double search_s = seconds_since(t0);
   const std::string where = describe_device(ctx);
   bar.finish();
-  {
-    OutputSet outputs;
-    write_ids(outputs.stage(o.ids), r.ids.view());
-    if (!o.distances.empty()) write_matrix(outputs.stage(o.distances), r.values.view());
-    outputs.commit();
-  }
+  write_search_outputs(o, r);
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
-  if (stats.short_rows > 0)
-    std::fprintf(stderr,
-                 "simkit index search: %s of %s queries had fewer than k = %lld candidates; their rows are padded "
-                 "with id -1 (%s)\n",
-                 with_commas(stats.short_rows).c_str(), with_commas(Q.rows()).c_str(), (long long)o.k,
-                 sp.allowed ? "the allow-list holds fewer stored vectors, or probe more: --nprobe"
-                            : "probe more: --nprobe, --probes, --ef");
-  if (sp.allowed)
-    std::fprintf(stderr, "simkit index search: --allowed %s: %s ids allowed; %s\n", quoted_path(o.allowed).c_str(),
-                 with_commas(int64_t(allowed.size())).c_str(),
-                 stats.gathered > 0 ? "gathered: the allowed rows were copied out and searched exactly"
-                                    : "not gathered: the list was tested inside the index's own scan");
+  report_search_notes(o, stats, Q.rows(), sp.allowed.has_value(), int64_t(allowed.size()));
   std::fprintf(
       stderr, "simkit index search: %s queries, k = %lld, %s (%s vectors, %s) on %s: %s, %s queries/s (load %s)\n",
       with_commas(Q.rows()).c_str(), (long long)o.k, index->description().c_str(), with_commas(index->size()).c_str(),
@@ -261,6 +292,13 @@ void run_search(const SearchOptions& o) {
 }
 
 void run_info(const std::string& path) {
+  if (is_sharded_index(path)) {
+#if defined(SIMKIT_CLI_MPI)
+    return print_sharded_info(path);
+#else
+    refuse_sharded(path, "index info");
+#endif
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::unique_ptr<Index> index = load_named(path);
   const double load_s = seconds_since(t0);
@@ -313,9 +351,14 @@ void add_index_command(CLI::App& app) {
       "  simkit index search --index wn.simkit --queries q.npy -k 10 --allowed nouns.npy --ids ids.npy\n"
       "  simkit index add --index wn.simkit --base more.npy      # ids continue after the largest\n"
       "  simkit index remove --index wn.simkit --ids old.npy\n"
-      "  simkit index info --index wn.simkit");
+      "  simkit index info --index wn.simkit\n"
+      "Under mpirun (a build with MPI), flat, ivf_flat and ivf_pq indexes are sharded: each rank builds\n"
+      "and searches one slice of --base, trained as one index on all of it, and rank 0 writes the same\n"
+      "ids and distances as one process (the shards' results are merged by their float64 keys):\n"
+      "  mpirun -n 4 simkit index build --base base.npy --type ivf_pq --nlist 256 --metric l2 --out wn.shards\n"
+      "  mpirun -n 4 simkit index search --index wn.shards --queries q.npy -k 10 --ids ids.npy --device cpu");
 
-  auto b = std::make_shared<BuildOptions>();
+  auto b = std::make_shared<IndexBuildOptions>();
   auto* build = index->add_subcommand("build", "Train an index on --base, add every row, write it to --out");
   build->add_option("--base", b->base, "vectors (n x d): .npy, .fvecs, .bvecs or .ivecs")->required();
   build->add_option("--type", b->type, "flat, ivf_flat, ivf_pq, lsh, tree or hnsw")->capture_default_str();
@@ -323,7 +366,11 @@ void add_index_command(CLI::App& app) {
                     "the whole index description instead of --type and its options, e.g. "
                     "'ivf_pq,nlist=4096,m=32,refine=4' or 'lsh,tables=6,bits=2'");
   build->add_option("--metric", b->metric, "l2, sqeuclidean, l1, dot, cosine or pearson")->required();
-  build->add_option("--out", b->out, "index file to write (replaced atomically)")->required();
+  build
+      ->add_option("--out", b->out,
+                   "index file to write (replaced atomically); under mpirun -n P: a directory, which gets one "
+                   "shard per rank and manifest.json")
+      ->required();
   build->add_option("--ids", b->ids, "one int64 id per row (.npy / .ivecs); default 0 .. n-1");
   build->add_option("--nlist", b->nlist, "ivf_flat, ivf_pq: k-means cells (~ 4 sqrt(n) is a usual start)")
       ->capture_default_str();
@@ -359,7 +406,7 @@ void add_index_command(CLI::App& app) {
   add_run_options(build, b->run);
   build->callback([b] { run_build(*b); });
 
-  auto a = std::make_shared<EditOptions>();
+  auto a = std::make_shared<IndexEditOptions>();
   auto* add = index->add_subcommand("add", "Add the rows of --base to an index file (rewritten atomically)");
   add->add_option("--index", a->index, "index file")->required();
   add->add_option("--base", a->base, "vectors to add (n x d)")->required();
@@ -367,15 +414,16 @@ void add_index_command(CLI::App& app) {
   add_run_options(add, a->run);
   add->callback([a] { run_add(*a); });
 
-  auto r = std::make_shared<EditOptions>();
+  auto r = std::make_shared<IndexEditOptions>();
   auto* remove = index->add_subcommand("remove", "Remove vectors by id from an index file (rewritten atomically)");
   remove->add_option("--index", r->index, "index file")->required();
   remove->add_option("--ids", r->ids, "ids to remove (.npy / .ivecs); ids not present are ignored")->required();
   remove->callback([r] { run_remove(*r); });
 
-  auto s = std::make_shared<SearchOptions>();
+  auto s = std::make_shared<IndexSearchOptions>();
   auto* search = index->add_subcommand("search", "The k best vectors of an index for every query");
-  search->add_option("--index", s->index, "index file")->required();
+  search->add_option("--index", s->index, "index file; under mpirun -n P: a sharded index's directory (P shards)")
+      ->required();
   search->add_option("--queries", s->queries, "queries (m x d)")->required();
   search->add_option("-k,--k", s->k, "neighbours per query; beyond the index size rows are padded with id -1")
       ->required();

@@ -101,27 +101,50 @@ int mpi_ranks_launched() {
   return 1;
 }
 
-bool splits_over_mpi_ranks(const char* command) {
+// "knn", "index build": a command and, for `index`, its subcommand (index add, remove and info
+// change or read one file, and stay one-process).
+constexpr const char* kSplitOverRanks[][2] = {
+    {"knn", nullptr}, {"gauss", nullptr}, {"kmeans", nullptr}, {"index", "build"}, {"index", "search"}};
+
+bool splits_over_mpi_ranks(int argc, char** argv) {
 #if defined(SIMKIT_CLI_MPI)
-  static const char* const kSplitOverRanks[] = {"knn", "gauss", "kmeans"};
-  for (const char* name : kSplitOverRanks)
-    if (command != nullptr && std::strcmp(command, name) == 0) return true;
+  for (const auto& c : kSplitOverRanks)
+    if (argc > 1 && std::strcmp(argv[1], c[0]) == 0 &&
+        (c[1] == nullptr || (argc > 2 && std::strcmp(argv[2], c[1]) == 0)))
+      return true;
   return false;
 #else
-  (void)command;
+  (void)argc, (void)argv;
   return false;
 #endif
+}
+
+/// "`simkit index add`" for the message: the command and, for `index`, its subcommand.
+std::string command_named(int argc, char** argv) {
+  std::string name = "simkit";
+  for (int i = 1; i < argc && i < 3 && argv[i][0] != '-'; ++i) {
+    name += std::string(" ") + argv[i];
+    if (std::strcmp(argv[1], "index") != 0) break;
+  }
+  return "`" + name + "`";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   prepare_runtime_environment(argc, argv);
-  if (const int ranks = mpi_ranks_launched(); ranks > 1 && !splits_over_mpi_ranks(argc > 1 ? argv[1] : nullptr)) {
+  if (const int ranks = mpi_ranks_launched(); ranks > 1 && !splits_over_mpi_ranks(argc, argv)) {
+#if defined(SIMKIT_CLI_MPI)
     std::fprintf(stderr,
-                 "simkit: error: launched as %d MPI ranks, but only `simkit knn`, `gauss` and `kmeans` split their "
-                 "work over ranks%s; run this command without mpirun\n",
-                 ranks, splits_over_mpi_ranks("knn") ? "" : " (and this build has no MPI)");
+                 "simkit: error: launched as %d MPI ranks, but %s does not split its work over ranks (only `simkit "
+                 "knn`, `gauss`, `kmeans`, `index build` and `index search` do); run it without mpirun\n",
+                 ranks, one_line(command_named(argc, argv)).c_str());
+#else
+    std::fprintf(stderr,
+                 "simkit: error: launched as %d MPI ranks, but this build has no MPI, so %s would run whole on every "
+                 "rank; run it without mpirun\n",
+                 ranks, one_line(command_named(argc, argv)).c_str());
+#endif
     return 2;
   }
   CLI::App app(

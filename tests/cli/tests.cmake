@@ -55,3 +55,12 @@ add_test(NAME cli_mpi_gauss_kmeans
          COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/mpi_gauss_kmeans.sh $<TARGET_FILE:simkit_cli>
                  ${SIMKIT_CLI_TEST_WORK}/mpi_gauss_kmeans)
 set_tests_properties(cli_mpi_gauss_kmeans PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# `mpirun -n P simkit index build` + `index search` byte-identical to one process (flat, ivf_flat,
+# ivf_pq with and without a re-rank, several metrics and nprobes, awkward slices, the digits set's
+# ties) and the sharded index's refusals; skipped (77) without mpirun or a build without MPI.
+add_test(NAME cli_mpi_index
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/mpi_index.sh $<TARGET_FILE:simkit_cli> ${SIMKIT_TEST_DATA_DIR}
+                 ${SIMKIT_CLI_TEST_WORK}/mpi_index)
+set_tests_properties(cli_mpi_index PROPERTIES LABELS cpu TIMEOUT 240 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1")

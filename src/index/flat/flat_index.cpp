@@ -20,6 +20,7 @@
 #include <simkit/error.hpp>
 
 #include "core/backend.hpp"
+#include "core/expects.hpp"
 #include "core/metric_plan.hpp"
 #include "core/parallel.hpp"
 #include "core/shard_merge.hpp"
@@ -29,12 +30,13 @@
 #include "index/id_map.hpp"
 #include "index/index_support.hpp"
 #include "index/resident_rows.hpp"
+#include "index/shard_hooks.hpp"
 
 namespace simkit::detail {
 
 namespace {
 
-class FlatIndex final : public Index {
+class FlatIndex final : public Index, public ShardableIndex {
  public:
   FlatIndex(int64_t dim, Metric metric) : dim_(dim), metric_(metric) {}
 
@@ -151,6 +153,21 @@ class FlatIndex final : public Index {
     const std::vector<float>& rows = ascending_ ? vectors_ : sorted;
     w.add("vectors", rows.data(), rows.size() * sizeof(float));
     w.write(path);
+  }
+
+  // A shard (index/shard_hooks.hpp): nothing to learn; rows found through the id map.
+  TrainingRows training_draw(int64_t) const override { return {}; }
+  void train_on_rows(const Context&, MatrixView<const float>, int64_t) override {}
+  std::vector<float> trained_state() const override { return {}; }
+  void stored_rows(ArrayView<const int64_t> ids, MatrixView<float> out) const override {
+    SIMKIT_EXPECTS(out.rows == ids.size && out.cols == dim_ && out.where == Memory::host, invalid_argument,
+                   "stored_rows: the output must be host ", ids.size, " x ", dim_);
+    std::shared_lock lock(mutex_);
+    for (int64_t i = 0; i < ids.size; ++i) {
+      const std::optional<int64_t> row = ids_.find(ids[i]);
+      SIMKIT_EXPECTS(row.has_value(), invalid_argument, "stored_rows: id ", ids[i], " is not stored");
+      std::copy_n(vectors_.data() + *row * dim_, dim_, out.row(i));
+    }
   }
 
   void load(const IndexFile& f, const CommonHeader& h) {

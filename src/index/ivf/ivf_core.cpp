@@ -31,12 +31,22 @@ int64_t resolve_nprobe(int64_t asked, int64_t build_default, int64_t nlist) {
   return std::min(asked, nlist);
 }
 
+namespace {
+SplitMix64 sample_rng(uint64_t seed) { return SplitMix64(seed ^ 0x1f0a5eedull); }
+}  // namespace
+
 MatrixView<const float> training_sample(MatrixView<const float> X, int64_t cap, int64_t nlist, uint64_t seed,
                                         Matrix<float>& holder) {
   if (cap >= X.rows) return X;
-  SplitMix64 rng(seed ^ 0x1f0a5eedull);
+  SplitMix64 rng = sample_rng(seed);
   holder = draw_sample(X, std::max(cap, nlist), rng);
   return holder.view();
+}
+
+std::vector<int64_t> training_indices(int64_t n, int64_t cap, int64_t nlist, uint64_t seed) {
+  if (cap >= n) return {};
+  SplitMix64 rng = sample_rng(seed);
+  return draw_sample_rows(n, std::max(cap, nlist), rng);
 }
 
 std::vector<int64_t> nearest_cells(const Context& ctx, MatrixView<const float> X, const IvfCore& core) {

@@ -68,6 +68,10 @@ int64_t resolve_nprobe(int64_t asked, int64_t build_default, int64_t nlist);
 MatrixView<const float> training_sample(MatrixView<const float> X, int64_t cap, int64_t nlist, uint64_t seed,
                                         Matrix<float>& holder);
 
+/// The rows training_sample takes from a base of n rows, ascending; empty when it takes X itself
+/// (cap >= n). A sharded build gathers them from the ranks that hold them.
+std::vector<int64_t> training_indices(int64_t n, int64_t cap, int64_t nlist, uint64_t seed);
+
 /// Each row's nearest centroid under `coarse` (exact k-NN, k = 1, ties to the lower list).
 std::vector<int64_t> nearest_cells(const Context& ctx, MatrixView<const float> X, const IvfCore& core);
 

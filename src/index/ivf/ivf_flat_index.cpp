@@ -178,6 +178,7 @@ class IvfFlatIndex final : public IvfIndexBase {
   }
 
   void trained(const Context&, Matrix<float>&) override {}
+  const float* stored_row(int64_t at) const override { return lists_.vectors.data() + at * lists_.dim; }
 
   std::vector<int64_t> stage(const Context& ctx, MatrixView<const float> X) override {
     staged_ = X;

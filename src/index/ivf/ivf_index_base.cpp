@@ -26,18 +26,24 @@ int64_t IvfIndexBase::next_id() const {
   return ids_.next();
 }
 
+void IvfIndexBase::check_trainable(int64_t n) const {
+  SIMKIT_EXPECTS(n >= cells_.nlist, invalid_argument, "train: ", n, " vectors cannot form nlist = ", cells_.nlist,
+                 " cells; give at least nlist vectors (FAISS suggests 39 per cell) or lower nlist");
+}
+
 void IvfIndexBase::train(const Context& ctx, MatrixView<const float> X) {
   check_rows(ctx, X, dim(), "train");
-  SIMKIT_EXPECTS(X.rows >= cells_.nlist, invalid_argument, "train: ", X.rows,
-                 " vectors cannot form nlist = ", cells_.nlist,
-                 " cells; give at least nlist vectors (FAISS suggests 39 per cell) or lower nlist");
+  check_trainable(X.rows);
+  Matrix<float> sample;
+  const int64_t cap = cells_.train_sample > 0 ? cells_.train_sample : default_sample();
+  train_drawn(ctx, training_sample(X, cap, cells_.nlist, cells_.seed, sample));
+}
+
+void IvfIndexBase::train_drawn(const Context& ctx, MatrixView<const float> T) {
   std::unique_lock lock(mutex_);
   IvfCore& c = core();
   SIMKIT_EXPECTS(c.size() == 0, invalid_argument, "train: the index already holds ", c.size(),
                  " vectors, which new cells would misplace; build a new index");
-  Matrix<float> sample;
-  const int64_t cap = cells_.train_sample > 0 ? cells_.train_sample : default_sample();
-  const MatrixView<const float> T = training_sample(X, cap, cells_.nlist, cells_.seed, sample);
   Matrix<float> made;
   const MatrixView<const float> Tp = training_rows(ctx, T, made);
 
@@ -56,6 +62,42 @@ void IvfIndexBase::train(const Context& ctx, MatrixView<const float> X) {
   trained(ctx, made);
   c.drop_device_copy();
   if (ctx.progress) ctx.progress(1.0);
+}
+
+TrainingRows IvfIndexBase::training_draw(int64_t n) const {
+  const int64_t cap = cells_.train_sample > 0 ? cells_.train_sample : default_sample();
+  TrainingRows t;
+  t.rows = training_indices(n, cap, cells_.nlist, cells_.seed);
+  t.all = t.rows.empty();
+  return t;
+}
+
+void IvfIndexBase::train_on_rows(const Context& ctx, MatrixView<const float> T, int64_t n) {
+  check_rows(ctx, T, dim(), "train");
+  check_trainable(n);
+  train_drawn(ctx, T);
+}
+
+std::vector<float> IvfIndexBase::trained_state() const {
+  std::shared_lock lock(mutex_);
+  std::vector<float> state = core().centroids;
+  append_trained_state(state);
+  return state;
+}
+
+void IvfIndexBase::stored_rows(ArrayView<const int64_t> ids, MatrixView<float> out) const {
+  std::shared_lock lock(mutex_);
+  const IvfCore& c = core();
+  SIMKIT_EXPECTS(out.rows == ids.size && out.cols == c.dim && out.where == Memory::host, invalid_argument,
+                 "stored_rows: the output must be host ", ids.size, " x ", c.dim);
+  for (int64_t i = 0; i < ids.size; ++i) {
+    const std::optional<int64_t> l = ids_.find(ids[i]);
+    SIMKIT_EXPECTS(l.has_value(), invalid_argument, "stored_rows: id ", ids[i], " is not stored");
+    const float* row = stored_row(c.arena.find(*l, ids[i]));
+    SIMKIT_EXPECTS(row != nullptr, unsupported, "stored_rows: this ", type(),
+                   " index keeps no vectors (ivf_pq built with refine=0)");
+    std::copy_n(row, c.dim, out.row(i));
+  }
 }
 
 void IvfIndexBase::add(const Context& ctx, MatrixView<const float> X, ArrayView<const int64_t> given) {

@@ -18,6 +18,7 @@
 #include "index/index_file.hpp"
 #include "index/index_support.hpp"
 #include "index/ivf/ivf_core.hpp"
+#include "index/shard_hooks.hpp"
 
 namespace simkit::detail {
 
@@ -30,7 +31,7 @@ struct IvfCellParams {
   uint64_t seed = 0;
 };
 
-class IvfIndexBase : public Index {
+class IvfIndexBase : public Index, public ShardableIndex {
  public:
   int64_t dim() const noexcept override { return core().dim; }
   Metric metric() const noexcept override { return metric_; }
@@ -40,6 +41,13 @@ class IvfIndexBase : public Index {
   void train(const Context& ctx, MatrixView<const float> X) override;
   void add(const Context& ctx, MatrixView<const float> X, ArrayView<const int64_t> ids) override;
   int64_t remove(ArrayView<const int64_t> ids) override;
+
+  // A shard of a sharded index (index/shard_hooks.hpp): train() cut at its sample.
+  TrainingRows training_draw(int64_t n) const override;
+  void train_on_rows(const Context& ctx, MatrixView<const float> T, int64_t n) override;
+  std::vector<float> trained_state() const override;
+  void stored_rows(ArrayView<const int64_t> ids, MatrixView<float> out) const override;
+  IvfProbes probes(int64_t asked) const { return {nprobe(asked), cells_.nlist}; }
 
  protected:
   IvfIndexBase(Metric metric, const IvfCellParams& cells) : metric_(metric), cells_(cells) {}
@@ -63,8 +71,16 @@ class IvfIndexBase : public Index {
   virtual void put(int64_t at, int64_t i, int64_t list) = 0;
   /// Forgets the staging of the last add.
   virtual void unstage() = 0;
+  /// The family's trained state beyond the centroids (ivf_pq: its code books).
+  virtual void append_trained_state(std::vector<float>&) const {}
+  /// The row stored at arena row `at` as given, or null where the family keeps none.
+  virtual const float* stored_row(int64_t at) const = 0;
 
   int64_t nprobe(int64_t asked) const { return resolve_nprobe(asked, cells_.nprobe, cells_.nlist); }
+  /// train()'s refusals that depend on the base's size alone.
+  void check_trainable(int64_t n) const;
+  /// train() on T, the sample train() draws (or the whole base): what follows the draw.
+  void train_drawn(const Context& ctx, MatrixView<const float> T);
   /// The held rows of the allowed ids (the arena's rows), ids ascending.
   AllowedRows allowed_rows(ArrayView<const int64_t> allowed) const;
   /// Whether the planner tests `allowed` inside a scan of `lists` lists for k results, rather

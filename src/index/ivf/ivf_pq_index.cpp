@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -41,6 +42,7 @@
 #include "index/ivf/ivf_pq_prep.hpp"
 #include "index/ivf/ivf_searchers.hpp"
 #include "index/ivf/product_quantizer.hpp"
+#include "index/shard_hooks.hpp"
 
 namespace simkit::detail {
 
@@ -172,6 +174,59 @@ class IvfPqIndex final : public IvfIndexBase {
     if (sp.stats) sp.stats->short_rows += short_rows, sp.stats->candidates += candidates;
   }
 
+  // A sharded search in two rounds (index/shard_hooks.hpp): the code scan's selection, then the
+  // exact re-rank's keys for the whole base's survivors held here.
+  int64_t shard_depth(int64_t refine, int64_t k, int64_t n) const { return depth(resolve_refine(refine), k, n); }
+
+  void shard_estimates(const Context& ctx, MatrixView<const float> Q, int64_t nprobe_asked, int64_t keep,
+                       MatrixView<float> keys, MatrixView<float> values, MatrixView<int64_t> ids,
+                       int64_t* candidates) const {
+    check_search(ctx, Q, lists_.dim, keep, values, ids);
+    SIMKIT_EXPECTS(Q.where == Memory::host && keys.rows == Q.rows && keys.cols == keep, invalid_argument,
+                   "ivf_pq_estimates: host queries and a ", Q.rows, " x ", keep, " key matrix are needed");
+    const int64_t lists = nprobe(nprobe_asked);
+    std::shared_lock lock(mutex_);
+    if (lists_.size() == 0) {
+      SearchOutput(values, ids).pad_all(metric_);
+      std::fill_n(keys.data, keys.size(), std::numeric_limits<float>::infinity());
+      return;
+    }
+    int64_t short_rows = 0;
+    IvfPqSearchArgs args{&lists_, Q, keep, lists, 0, values, ids, &short_rows, candidates};
+    args.keys = keys;
+    cpu::ivf_pq_search(ctx, args);
+  }
+
+  void shard_rerank_keys(MatrixView<const float> Q, MatrixView<const int64_t> ids, MatrixView<float> shortlist,
+                         MatrixView<double> exact) const {
+    SIMKIT_EXPECTS(lists_.keeps_vectors, invalid_argument,
+                   "ivf_pq_rerank_keys: this ivf_pq index keeps no vectors (built with refine=0)");
+    std::shared_lock lock(mutex_);
+    std::vector<int64_t> rows, slots;
+    std::vector<float> f32;
+    std::vector<double> f64;
+    for (int64_t i = 0; i < ids.rows; ++i) {
+      rows.clear();
+      slots.clear();
+      for (int64_t j = 0; j < ids.cols; ++j) {
+        shortlist(i, j) = std::numeric_limits<float>::infinity();
+        exact(i, j) = std::numeric_limits<double>::infinity();
+        const int64_t id = ids(i, j);
+        if (id < 0) continue;
+        const std::optional<int64_t> l = ids_.find(id);
+        SIMKIT_EXPECTS(l.has_value(), invalid_argument, "ivf_pq_rerank_keys: id ", id, " is not stored here");
+        rows.push_back(lists_.arena.find(*l, id));
+        slots.push_back(j);
+      }
+      f32.resize(rows.size());
+      f64.resize(rows.size());
+      cpu::ivf_pq_rerank_keys(lists_, Q.row(i), rows.data(), static_cast<int64_t>(rows.size()), f32.data(), f64.data());
+      for (size_t c = 0; c < rows.size(); ++c) shortlist(i, slots[c]) = f32[c], exact(i, slots[c]) = f64[c];
+    }
+  }
+
+  int64_t shard_shortlist(int64_t k, int64_t found) const { return cpu::ivf_pq_shortlist(lists_.plan, k, found); }
+
   void save(const std::string& path) const override {
     std::shared_lock lock(mutex_);
     std::unique_ptr<IvfPqLists> packed;  // the file holds the compact form
@@ -261,6 +316,13 @@ class IvfPqIndex final : public IvfIndexBase {
     staged_codes_.clear();
   }
 
+  void append_trained_state(std::vector<float>& state) const override {
+    state.insert(state.end(), lists_.codebooks.begin(), lists_.codebooks.end());
+  }
+  const float* stored_row(int64_t at) const override {
+    return lists_.keeps_vectors ? lists_.vectors.data() + at * lists_.dim : nullptr;
+  }
+
   /// The re-rank factor of one search: the caller's, else the build's; 0 means codes only.
   int64_t resolve_refine(int64_t asked) const {
     SIMKIT_EXPECTS(asked >= 0, invalid_argument, "search: refine must be >= 0, got ", asked);
@@ -308,6 +370,32 @@ std::unique_ptr<Index> make_ivf_pq_index(int64_t dim, Metric metric, const IvfPq
 const IvfPqLists* ivf_pq_lists_of(const Index& index) {
   const auto* pq = dynamic_cast<const IvfPqIndex*>(&index);
   return pq ? &pq->lists() : nullptr;
+}
+
+namespace {
+const IvfPqIndex& pq_shard(const Index& index) {
+  const auto* pq = dynamic_cast<const IvfPqIndex*>(&index);
+  SIMKIT_EXPECTS(pq != nullptr, invalid_argument, "ivf_pq's sharded search was given a ", index.type(), " index");
+  return *pq;
+}
+}  // namespace
+
+int64_t ivf_pq_depth(const Index& index, int64_t refine, int64_t k, int64_t n) {
+  return pq_shard(index).shard_depth(refine, k, n);
+}
+
+void ivf_pq_estimates(const Index& index, const Context& ctx, MatrixView<const float> Q, int64_t nprobe, int64_t keep,
+                      MatrixView<float> keys, MatrixView<float> values, MatrixView<int64_t> ids, int64_t* candidates) {
+  pq_shard(index).shard_estimates(ctx, Q, nprobe, keep, keys, values, ids, candidates);
+}
+
+void ivf_pq_rerank_keys(const Index& index, MatrixView<const float> Q, MatrixView<const int64_t> ids,
+                        MatrixView<float> shortlist, MatrixView<double> exact) {
+  pq_shard(index).shard_rerank_keys(Q, ids, shortlist, exact);
+}
+
+int64_t ivf_pq_shortlist(const Index& index, int64_t k, int64_t found) {
+  return pq_shard(index).shard_shortlist(k, found);
 }
 
 std::unique_ptr<Index> load_ivf_pq_index(const IndexFile& f, const IvfPqParams& p) {

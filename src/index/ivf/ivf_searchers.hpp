@@ -47,6 +47,10 @@ struct IvfPqSearchArgs {
   int64_t* candidates = nullptr;  // += rows of the probed lists, over the queries
   /// As IvfSearchArgs::filter.
   const IdFilter* filter = nullptr;
+  /// When set (refine = 0, CPU): also each result's code estimate (+inf where padded), which a
+  /// sharded search's first round merges by (index/shard_hooks.hpp): values alone are not enough,
+  /// as two estimates may give one value.
+  MatrixView<float> keys{};
 };
 
 namespace cpu {
@@ -55,6 +59,13 @@ namespace cpu {
 void ivf_flat_search(const Context& ctx, const IvfSearchArgs& a);
 /// The ivf_pq scan through lookup tables, and the exact re-rank when asked (cpu/ivf_pq_search.cpp).
 void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a);
+/// How many of n re-rank candidates ivf_pq_search's float32 shortlist keeps for k (n: all).
+int64_t ivf_pq_shortlist(const MetricPlan& plan, int64_t k, int64_t n);
+/// For `count` candidate arena rows of query q (as given): the float32 key the re-rank's shortlist
+/// ranks each by and the exact key it then ranks by, as ivf_pq_search computes them (a sharded
+/// search re-ranks the whole base's candidates over the ranks that hold them).
+void ivf_pq_rerank_keys(const IvfPqLists& L, const float* q, const int64_t* rows, int64_t count, float* shortlist,
+                        double* exact);
 }  // namespace cpu
 
 namespace cuda {

@@ -193,7 +193,20 @@ void scan_list(const IvfPqLists& L, const float* T, float bias, const float* rt,
   }
 }
 
-/// Asks for the cache lines of a row of d floats.
+/// The float32 key the re-rank's shortlist ranks a kept row by (shortlist_float32). Not inlined:
+/// a sharded search computes it for the same rows in ivf_pq_rerank_keys, and one compiled copy
+/// gives the same bits for a row wherever it is called from.
+[[gnu::noinline]] float shortlist_key(ExactForm form, const float* q, const float* x, int64_t d) {
+  float dot = 0, xx = 0, sq = 0;
+#pragma omp simd reduction(+ : dot, xx, sq)
+  for (int64_t t = 0; t < d; ++t) {
+    dot += q[t] * x[t];
+    xx += x[t] * x[t];
+    sq += (q[t] - x[t]) * (q[t] - x[t]);
+  }
+  return form == ExactForm::sqdist ? sq : form == ExactForm::dot ? -dot : (xx > 0 ? -dot / std::sqrt(xx) : 0.0f);
+}
+
 /// knn's rule before the float64 re-rank: the candidates' float32 keys from their stored rows,
 /// and only the best plan.candidates(k, n) of them -- k plus knn's margin for float32 ranking
 /// errors -- re-scored in float64. With refine 8 that re-scores 26 rows instead of 80: the float64
@@ -201,27 +214,16 @@ void scan_list(const IvfPqLists& L, const float* T, float bias, const float* rt,
 /// the rows. Pearson (centred rows) and l1 (no re-score) keep every candidate.
 void shortlist_float32(const MetricPlan& plan, const float* q, const float* vectors, int64_t d, int64_t k,
                        std::vector<PqCandidate>& cands) {
-  const ExactForm form = plan.exact;
-  if (form != ExactForm::dot && form != ExactForm::cosine && form != ExactForm::sqdist) return;
-  const int64_t n = static_cast<int64_t>(cands.size()), keep = plan.candidates(k, n);
+  const int64_t n = static_cast<int64_t>(cands.size()), keep = ivf_pq_shortlist(plan, k, n);
   if (keep >= n) return;
-  for (PqCandidate& c : cands) {
-    const float* x = vectors + c.row * d;
-    float dot = 0, xx = 0, sq = 0;
-#pragma omp simd reduction(+ : dot, xx, sq)
-    for (int64_t t = 0; t < d; ++t) {
-      dot += q[t] * x[t];
-      xx += x[t] * x[t];
-      sq += (q[t] - x[t]) * (q[t] - x[t]);
-    }
-    c.key = form == ExactForm::sqdist ? sq : form == ExactForm::dot ? -dot : (xx > 0 ? -dot / std::sqrt(xx) : 0.0f);
-  }
+  for (PqCandidate& c : cands) c.key = shortlist_key(plan.exact, q, vectors + c.row * d, d);
   std::nth_element(
       cands.begin(), cands.begin() + (keep - 1), cands.end(),
       [](const PqCandidate& a, const PqCandidate& b) { return a.key < b.key || (a.key == b.key && a.id < b.id); });
   cands.resize(static_cast<size_t>(keep));
 }
 
+/// Asks for the cache lines of a row of d floats.
 inline void prefetch_row(const float* x, int64_t d) {
   for (int64_t t = 0; t < d; t += 16) __builtin_prefetch(x + t);
 }
@@ -442,6 +444,11 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) {
               values[s] = approximate_value(plan.metric, best[static_cast<size_t>(s)].key);
               ids[s] = best[static_cast<size_t>(s)].id;
             }
+            if (a.keys.data != nullptr) {  // a sharded search's first round merges by the estimates
+              float* keys = a.keys.row(i);
+              for (int64_t s = 0; s < k; ++s)
+                keys[s] = s < have ? best[static_cast<size_t>(s)].key : std::numeric_limits<float>::infinity();
+            }
           }
           for (int64_t s = have; s < k; ++s) values[s] = worst, ids[s] = -1;
           if (have < k) ++sc.short_rows;
@@ -452,6 +459,22 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) {
       if (a.candidates) *a.candidates += sc.candidates;
     }
   });
+}
+
+int64_t ivf_pq_shortlist(const MetricPlan& plan, int64_t k, int64_t n) {
+  const ExactForm form = plan.exact;
+  if (form != ExactForm::dot && form != ExactForm::cosine && form != ExactForm::sqdist) return n;
+  return std::min(plan.candidates(k, n), n);
+}
+
+void ivf_pq_rerank_keys(const IvfPqLists& L, const float* q, const int64_t* rows, int64_t count, float* shortlist,
+                        double* exact) {
+  const int64_t d = L.dim;
+  for (int64_t c = 0; c < count; ++c) {
+    const float* x = L.vectors.data() + rows[c] * d;
+    shortlist[c] = shortlist_key(L.plan.exact, q, x, d);
+    exact[c] = exact_pq_key(L.plan, q, x, d);
+  }
 }
 
 }  // namespace simkit::detail::cpu
