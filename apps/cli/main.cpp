@@ -103,7 +103,7 @@ int mpi_ranks_launched() {
 
 bool splits_over_mpi_ranks(const char* command) {
 #if defined(SIMKIT_CLI_MPI)
-  static const char* const kSplitOverRanks[] = {"knn"};
+  static const char* const kSplitOverRanks[] = {"knn", "serve"};
   for (const char* name : kSplitOverRanks)
     if (command != nullptr && std::strcmp(command, name) == 0) return true;
   return false;
@@ -119,8 +119,8 @@ int main(int argc, char** argv) {
   prepare_runtime_environment(argc, argv);
   if (const int ranks = mpi_ranks_launched(); ranks > 1 && !splits_over_mpi_ranks(argc > 1 ? argv[1] : nullptr)) {
     std::fprintf(stderr,
-                 "simkit: error: launched as %d MPI ranks, but only `simkit knn` splits its work over ranks%s; "
-                 "run this command without mpirun\n",
+                 "simkit: error: launched as %d MPI ranks, but only `simkit knn` and `simkit serve` split their "
+                 "work over ranks%s; run this command without mpirun\n",
                  ranks, splits_over_mpi_ranks("knn") ? "" : " (and this build has no MPI)");
     return 2;
   }
