@@ -142,6 +142,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   check(!filter.key().empty(), "a parsed filter has an empty key");
+  // The key is a filter that reads back to itself: what the sharded server sends to its ranks.
+  try {
+    const std::string again = simkit::server::parse_filter(json::parse(filter.key())).key();
+    check(again == filter.key(), "the key " + filter.key() + " reads back as " + again);
+  } catch (const std::exception& e) {
+    check(false, "the key " + filter.key() + " does not read back: " + e.what());
+  }
   const simkit::server::IdResolver resolve = [](const json& id) -> std::optional<int64_t> {
     if (id.is_number_integer()) return id.get<int64_t>();
     return std::nullopt;

@@ -103,8 +103,8 @@ int mpi_ranks_launched() {
 
 // "knn", "index build": a command and, for `index`, its subcommand (index add, remove and info
 // change or read one file, and stay one-process).
-constexpr const char* kSplitOverRanks[][2] = {
-    {"knn", nullptr}, {"gauss", nullptr}, {"kmeans", nullptr}, {"index", "build"}, {"index", "search"}};
+constexpr const char* kSplitOverRanks[][2] = {{"knn", nullptr},   {"gauss", nullptr},  {"kmeans", nullptr},
+                                              {"index", "build"}, {"index", "search"}, {"serve", nullptr}};
 
 bool splits_over_mpi_ranks(int argc, char** argv) {
 #if defined(SIMKIT_CLI_MPI)
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
 #if defined(SIMKIT_CLI_MPI)
     std::fprintf(stderr,
                  "simkit: error: launched as %d MPI ranks, but %s does not split its work over ranks (only `simkit "
-                 "knn`, `gauss`, `kmeans`, `index build` and `index search` do); run it without mpirun\n",
+                 "knn`, `gauss`, `kmeans`, `index build`, `index search` and `serve` do); run it without mpirun\n",
                  ranks, one_line(command_named(argc, argv)).c_str());
 #else
     std::fprintf(stderr,

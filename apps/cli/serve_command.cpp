@@ -12,6 +12,10 @@
 #include "cli_support.hpp"
 #include "commands.hpp"
 #include "serve_config.hpp"
+#if defined(SIMKIT_CLI_MPI)  // built with MPI (cmake/SimkitMPI.cmake): `mpirun -n P simkit serve`
+#include "mpi_launch.hpp"
+#include "mpi_serve.hpp"
+#endif
 
 namespace simkit::cli {
 
@@ -144,7 +148,9 @@ const char* const kFooter =
     "The server listens at once and then opens its collections: GET /livez is 200 while the process\n"
     "answers, GET /readyz 200 once every collection is open and until a drain begins (503 before and\n"
     "after; collection routes answer 503 with Retry-After while loading).\n"
-    "SIGTERM or Ctrl-C drains: in-flight requests are answered, indexes saved, exit status 0.";
+    "SIGTERM or Ctrl-C drains: in-flight requests are answered, indexes saved, exit status 0.\n"
+    "Under mpirun (a build with MPI) one server spreads over the ranks, each holding a share of the points:\n"
+    "  mpirun -n 3 simkit serve --data-dir ./sharded   (docs/API.md, \"Sharded over MPI ranks\")";
 
 server::ServeOptions serve_options(const Flags& f) {
   server::ServeOptions s;
@@ -202,7 +208,12 @@ void add_serve_command(CLI::App& app) {
           "--data-dir is required: the folder holding the collections (or SIMKIT_DATA_DIR, or data-dir: in the "
           "--config file)",
           CLI::ExitCodes::RequiredError);
+#if defined(SIMKIT_CLI_MPI)
+    const int status =
+        launched_by_mpi() ? run_serve_mpi(serve_options(*flags)) : server::run_server(serve_options(*flags));
+#else
     const int status = server::run_server(serve_options(*flags));
+#endif
     if (status != 0) throw CLI::RuntimeError(status);
   });
 }

@@ -197,7 +197,16 @@ bool Api::authorized(const HttpRequest& r) const {
 }
 
 void Api::handle(HttpRequest&& request, Responder respond) {
-  Call call{std::move(request), std::move(respond), "", {}};
+  Call call{std::move(request), std::move(respond), "", {}, /*here=*/false};
+  try {
+    route(call);
+  } catch (...) {
+    reply_exception(call);
+  }
+}
+
+void Api::handle_here(HttpRequest&& request, Responder respond) {
+  Call call{std::move(request), std::move(respond), "", {}, /*here=*/true};
   try {
     route(call);
   } catch (...) {
@@ -265,6 +274,7 @@ void Api::route(Call& call) {
       // An alias names its collection on every route, for every handler alike.
       call.params[0] = collection_name(call.params[0]);
     }
+    if (router_ && !call.here && router_(call)) return;
     return (this->*route.run)(call);
   }
   call.route = path_known ? "method not allowed" : "not found";
@@ -292,7 +302,7 @@ void Api::scrape_metrics(Call& call) {
 void Api::answer(Call& call, unsigned status, std::string body,
                  std::vector<std::pair<std::string, std::string>> headers) {
   const double seconds = elapsed(call);
-  metrics_.request(call.route.empty() ? "unknown" : call.route, status, seconds);
+  if (!call.here) metrics_.request(call.route.empty() ? "unknown" : call.route, status, seconds);
   HttpResponse response{status, std::move(body), "application/json", std::move(headers), call.route};
   for (auto it = response.headers.begin(); it != response.headers.end();)
     if (it->first == "Content-Type") {

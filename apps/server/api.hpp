@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,7 +53,15 @@ struct Call {
   Responder respond;
   std::string route;
   std::vector<std::string> params;
+  /// Api::handle_here's: this process's share of a request the sharded server routes, answered
+  /// here (never handed to the router again) and left out of the metrics (the front counts it).
+  bool here = false;
 };
+
+/// Sees each collection route once it is matched, authorized, loaded and its alias resolved,
+/// before its handler: true when it has taken the call (and answers it). The sharded server's
+/// rank 0 routes requests to the ranks with one (shard_router.hpp); a lone server has none.
+using Router = std::function<bool(Call&)>;
 
 class Api {
  public:
@@ -67,6 +76,10 @@ class Api {
   int64_t load_collections();
   bool loading() const noexcept { return loading_; }
   void handle(HttpRequest&& request, Responder respond);
+  /// As handle(), bypassing the router (Call::here).
+  void handle_here(HttpRequest&& request, Responder respond);
+  /// Installs the router (before the server listens).
+  void set_router(Router router) { router_ = std::move(router); }
   /// Closes every collection (runs queued searches, saves indexes). Called once, at shutdown.
   void close();
   bool draining() const noexcept { return draining_; }
@@ -86,6 +99,12 @@ class Api {
   std::string collection_name(const std::string& name);
   /// Runs `work` on the blocking pool; it replies itself (errors thrown are answered).
   void blocking(Call&& call, std::function<void(Call&)> work);
+  /// How run_searches answers: search: [hits]; search_batch: [[hits], ...]; query: {"points":
+  /// hits}; query_batch: [{"points": hits}, ...].
+  enum class AnswerShape { search, search_batch, query, query_batch };
+  /// Queues the searches (all or none: 429 when the queue is full) and answers once all are done.
+  void run_searches(Call&& call, const std::shared_ptr<Collection>& collection, std::vector<SearchQuery> queries,
+                    AnswerShape shape);
   const ApiSettings& settings() const noexcept { return settings_; }
   Metrics& metrics() noexcept { return metrics_; }
 
@@ -134,12 +153,6 @@ class Api {
   /// 500 for anything else.
   void reply_exception(Call& call);
   bool authorized(const HttpRequest& request) const;
-  /// How run_searches answers: search: [hits]; search_batch: [[hits], ...]; query: {"points":
-  /// hits}; query_batch: [{"points": hits}, ...].
-  enum class AnswerShape { search, search_batch, query, query_batch };
-  /// Queues the searches (all or none: 429 when the queue is full) and answers once all are done.
-  void run_searches(Call&& call, const std::shared_ptr<Collection>& collection, std::vector<SearchQuery> queries,
-                    AnswerShape shape);
   void answer(Call& call, unsigned status, std::string body, std::vector<std::pair<std::string, std::string>> headers);
   std::filesystem::path collection_dir(const std::string& name) const;
   void load_aliases();  // at construction, after the collections
@@ -159,6 +172,7 @@ class Api {
   std::atomic<int64_t> pending_writes_{0};
   std::atomic<bool> draining_{false};
   std::atomic<bool> loading_{true};  // until load_collections() has opened every collection
+  Router router_;                    // set before serving, then only read
 };
 
 /// ?wait=true|false of a write (absent: true); 400 for anything else.

@@ -85,7 +85,10 @@ Collection::~Collection() { close(); }
 void Collection::start_batcher() {
   prometheus::Gauge& depth = metrics_.queue_depth(name_);
   Batcher<SearchJob>::Hooks hooks;
-  hooks.run = [this](std::vector<Queued<SearchJob>>& batch) { run_batch(batch); };
+  if (settings_.run_batch)
+    hooks.run = [this](std::vector<Queued<SearchJob>>& batch) { settings_.run_batch(*this, batch); };
+  else
+    hooks.run = [this](std::vector<Queued<SearchJob>>& batch) { run_batch(batch); };
   hooks.expire = [this](Queued<SearchJob>& q) {
     metrics_.rejected("deadline");
     q.job.done({504, "the request's deadline passed while it waited in the queue; it was not run", {}});

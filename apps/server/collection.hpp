@@ -55,6 +55,9 @@ struct SearchQuery {
   /// Manhattan (whose scores are distances), as Qdrant reads it.
   std::optional<float> score_threshold;
   std::vector<int64_t> exclude;  // internal ids never returned (a recommendation's own examples)
+  /// Point ids never returned, as the API names them: the sharded server's exclude, which each
+  /// rank resolves to its own internal ids (shard_worker.hpp). Unused by a lone server.
+  std::vector<PointId> exclude_points;
   std::optional<Filter> filter;
   int64_t hnsw_ef = 0;  // "params": {"hnsw_ef": N}: an hnsw collection's search width; 0: the index's
 };
@@ -79,10 +82,17 @@ struct WriteTimes {
   double wait = 0, store = 0, apply = 0;
 };
 
+class Collection;
+
+/// Runs a batch the batcher formed, instead of the collection itself: the sharded server's rank 0
+/// sends it to every rank and merges their answers (shard_router.hpp).
+using BatchRunner = std::function<void(Collection&, std::vector<Queued<SearchJob>>&)>;
+
 struct CollectionSettings {
   Context ctx;  // device and threads the searches and builds use
   BatcherLimits limits;
   int64_t max_response_bytes = 64 << 20;  // a search's hits beyond this get 400 (request_limits.hpp)
+  BatchRunner run_batch;                  // empty: batches run here (Collection::search_now)
 };
 
 class Collection {
@@ -127,6 +137,9 @@ class Collection {
   bool submit(std::vector<Queued<SearchJob>>& jobs) { return batcher_->submit(jobs); }
   /// True once the collection is closing (deleted, recovered, shut down): searches are refused for good.
   bool closing() const { return batcher_->stopping(); }
+  /// Runs a batch here and now, outside the batcher, each job answered before it returns: this
+  /// rank's share of a sharded batch, or every batch of a lone server (from its batcher).
+  void search_now(std::vector<Queued<SearchJob>>& batch) { run_batch(batch); }
 
   std::optional<StoredPoint> get(int64_t id, bool with_vector) { return store_->get(id, with_vector); }
   /// The internal id of an API point id: an integer is itself; a UUID the collection has never

@@ -75,7 +75,9 @@ struct Filter {
   std::vector<Condition> min_should;  // with min_count
   int64_t min_count = 0;
 
-  /// A canonical text of the filter: searches with equal keys share one allow-list.
+  /// A canonical text of the filter: searches with equal keys share one allow-list. It is itself
+  /// a filter's JSON, which parse_filter reads back into this filter (the same key): the sharded
+  /// server sends a search's filter to the other ranks so (shard_router.hpp).
   const std::string& key() const { return key_; }
   /// True when no condition constrains anything (every point matches).
   bool empty() const { return must.empty() && should.empty() && must_not.empty() && min_count == 0; }

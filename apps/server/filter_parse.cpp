@@ -141,7 +141,8 @@ Condition Parser::condition(const json& j, const std::string& at, json& canon, b
                     " (expected key with match or range, is_empty, is_null, has_id, nested, or a filter's "
                     "must / should / must_not / min_should)");
     c.kind = Condition::Kind::filter;
-    c.filter = std::make_shared<const Filter>(filter(j, at, canon["filter"], in_nested));
+    // Its canonical text is the filter's own, so that a key parses back (Filter::key).
+    c.filter = std::make_shared<const Filter>(filter(j, at, canon, in_nested));
   }
   return c;
 }

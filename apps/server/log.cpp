@@ -15,6 +15,7 @@ namespace simkit::server {
 namespace {
 
 std::atomic<LogLevel> current{LogLevel::info};
+char log_name[96] = "simkit serve";
 
 }  // namespace
 
@@ -35,6 +36,12 @@ const char* to_string(LogLevel level) {
   return "info";
 }
 
+void set_log_name(std::string_view name) {
+  const size_t n = std::min(name.size(), sizeof log_name - 1);
+  name.copy(log_name, n);
+  log_name[n] = '\0';
+}
+
 void set_log_level(LogLevel level) { current.store(level, std::memory_order_relaxed); }
 
 bool logging(LogLevel level) { return level <= current.load(std::memory_order_relaxed); }
@@ -44,7 +51,7 @@ void log_line(LogLevel level, const char* format, ...) {
   // One buffer, one write(2): stdio's stderr is unbuffered and would write the prefix, the text
   // and the newline separately, which other threads' lines could split.
   char line[2048];
-  int n = std::snprintf(line, sizeof line, "simkit serve: ");
+  int n = std::snprintf(line, sizeof line, "%s: ", log_name);
   va_list args;
   va_start(args, format);
   const int text = std::vsnprintf(line + n, sizeof line - static_cast<size_t>(n) - 1, format, args);

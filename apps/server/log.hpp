@@ -23,11 +23,15 @@ enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
 LogLevel parse_log_level(std::string_view name);
 const char* to_string(LogLevel level);
 
+/// What each line starts with (default "simkit serve"; a rank of a sharded server says which,
+/// "simkit serve[rank 1 of 3]"). Set once at start-up, before any thread logs.
+void set_log_name(std::string_view name);
+
 /// The process's level (default info). Set once at start-up, before any thread logs.
 void set_log_level(LogLevel level);
 bool logging(LogLevel level);
 
-/// printf-style; writes "simkit serve: <text>\n" to stderr when `level` is enabled.
+/// printf-style; writes "simkit serve: <text>\n" (the log name) to stderr when `level` is enabled.
 void log_line(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 }  // namespace simkit::server

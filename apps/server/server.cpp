@@ -17,6 +17,7 @@
 
 #include "access_log.hpp"
 #include "api.hpp"
+#include "data_dir_layout.hpp"
 #include "http_server.hpp"
 #include "io_pool.hpp"
 #include "metrics.hpp"
@@ -143,18 +144,26 @@ class Shutdown {
 
 }  // namespace
 
-int run_server(const ServeOptions& o) {
-  set_log_level(o.log_level);
+ApiSettings serve_api_settings(const ServeOptions& o) {
   Context ctx;
   ctx.device = o.device;
   ctx.threads = o.threads;
-  const Device device = resolve_device(ctx);
-  ctx.device = device;  // decided once: every search and build of this process runs there
+  ctx.device = resolve_device(ctx);  // decided once: every search and build of this process runs there
   BatcherLimits batching = o.limits;
   if (batching.workers <= 0) batching.workers = 1;
+  return api_settings(o, ctx, batching);
+}
+
+int run_server(const ServeOptions& o) {
+  set_log_level(o.log_level);
+  if (!o.shards) check_data_dir_layout(o.data_dir, 1);  // not a sharded server's directory
+  ApiSettings settings = serve_api_settings(o);
+  const Device device = settings.collection.ctx.device;
+  const BatcherLimits batching = settings.collection.limits;
 
   Metrics metrics;
-  Api api(api_settings(o, ctx, batching), metrics);
+  if (o.shards) o.shards->configure(settings);
+  Api api(std::move(settings), metrics);
   std::unique_ptr<AccessLog> access_log;
   if (!o.access_log.empty()) access_log = std::make_unique<AccessLog>(o.access_log);
   const int io_threads = o.io_threads > 0
@@ -163,6 +172,7 @@ int run_server(const ServeOptions& o) {
   IoPool pool(io_threads);
   std::unique_ptr<HttpServer> http = listen(o, pool, api, metrics, access_log.get());
   Shutdown shutdown(pool, api, *http, o.drain_timeout);  // SIGTERM drains from here on
+  if (o.shards) o.shards->attach(api, [&shutdown] { shutdown.request(); });
   http->start();
 
   std::printf("listening on http://%s:%u\n", o.host.c_str(), static_cast<unsigned>(http->port()));
@@ -180,6 +190,7 @@ int run_server(const ServeOptions& o) {
   std::thread loader([&] {
     const auto t0 = std::chrono::steady_clock::now();
     try {
+      if (o.shards) o.shards->wait_ranks_loaded();
       const int64_t n = api.load_collections();
       if (!api.loading())
         log_line(LogLevel::info, "ready: %lld collections loaded in %.2f s", static_cast<long long>(n),
@@ -198,7 +209,8 @@ int run_server(const ServeOptions& o) {
   loader.join();  // a collection being opened is opened whole, then closed below
   // Sessions a cut-short drain left in the io_context still point at the server: keep it.
   (void)http.release();
-  api.close();         // queued searches run, writes in the pool finish, indexes are saved
+  api.close();  // queued searches run, writes in the pool finish, indexes are saved
+  if (o.shards) o.shards->detach();
   access_log.reset();  // every line written
   if (load_error) std::rethrow_exception(load_error);
   log_line(LogLevel::info, "stopped");

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include <simkit/context.hpp>
@@ -20,6 +21,26 @@
 #include "request_limits.hpp"
 
 namespace simkit::server {
+
+class Api;
+struct ApiSettings;
+
+/// What `mpirun -n P simkit serve` adds to rank 0's server (shard_router.hpp: requests and
+/// search batches routed to every rank); null in ServeOptions: one process, as always.
+class ServeShards {
+ public:
+  virtual ~ServeShards() = default;
+  /// Before the Api is built: its settings (the collections' batches go to the ranks).
+  virtual void configure(ApiSettings& settings) = 0;
+  /// Once the Api is built, before listening: routes its requests from now on. `drain` begins the
+  /// server's drain, as SIGTERM does (for a rank that was signalled).
+  virtual void attach(Api& api, std::function<void()> drain) = 0;
+  /// On the loader thread, before rank 0 opens its own collections: waits for every other rank
+  /// to have opened its own (throws its error), so that /readyz means every rank is ready.
+  virtual void wait_ranks_loaded() = 0;
+  /// After the drain and Api::close(), before the Api is gone: nothing reaches it from now on.
+  virtual void detach() = 0;
+};
 
 struct ServeOptions {
   std::filesystem::path data_dir;
@@ -37,7 +58,12 @@ struct ServeOptions {
   std::chrono::seconds drain_timeout{30};  // a drain that takes longer is cut short
   LogLevel log_level = LogLevel::info;     // what goes to stderr (log.hpp)
   std::string access_log;                  // "": none; "-": stdout; else a file (access_log.hpp)
+  ServeShards* shards = nullptr;           // rank 0 of a sharded server (above); null: one process
 };
+
+/// The Api's settings for `options` as run_server makes them, the device resolved once: what
+/// every rank of a sharded server opens its own shard with.
+ApiSettings serve_api_settings(const ServeOptions& options);
 
 /// Serves until SIGTERM / SIGINT; returns the exit status (0 after a clean drain).
 int run_server(const ServeOptions& options);

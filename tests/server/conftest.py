@@ -8,6 +8,11 @@ returns at "listening" instead, for tests of the loading itself). At the end of 
 server still running gets SIGTERM and must exit with status 0 (a clean drain); a test may stop(),
 kill() (SIGKILL) and restart() one itself. serve(..., env={...}) adds environment variables.
 
+A test module that sets SERVE_LAUNCHER (a command prefix such as ["mpirun", "-n", "3"]) gets its
+servers started under it (test_mpi_serve.py: the sharded server). Then pid is rank 0's, SIGTERM
+goes to rank 0 (the server drains and stops every rank; the launcher must exit 0), and kill()
+SIGKILLs the launcher and every rank at once.
+
 The binary is $SIMKIT_CLI (CTest sets it to the build's simkit). Inputs are fresh random
 numbers on every run; the seed is printed (pytest shows it when a test fails) and
 SIMKIT_TEST_SEED=<seed> replays one. Only the standard library talks HTTP (http.client).
@@ -129,7 +134,9 @@ class Server:
     """One `simkit serve` process on a data directory; restart() reuses the directory."""
 
     def __init__(self, data_dir: pathlib.Path, log_dir: pathlib.Path, args: list[str], api_key: str | None,
-                 env: dict[str, str] | None = None, wait_ready: bool = True) -> None:
+                 env: dict[str, str] | None = None, wait_ready: bool = True,
+                 launcher: list[str] | None = None) -> None:
+        self.launcher = list(launcher or [])  # e.g. mpirun -n 3: the server is rank 0 of its processes
         self.data_dir = data_dir
         self.log_dir = log_dir
         self.args = args
@@ -148,7 +155,7 @@ class Server:
         self.starts += 1
         self.stdout_path = self.log_dir / f"serve-{self.starts}.out"
         self.stderr_path = self.log_dir / f"serve-{self.starts}.err"
-        cmd = [cli_path(), "serve", "--data-dir", str(self.data_dir), "--port", "0"] + self.args
+        cmd = self.launcher + [cli_path(), "serve", "--data-dir", str(self.data_dir), "--port", "0"] + self.args
         if self.api_key is not None:
             cmd += ["--api-key", self.api_key]
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
@@ -195,8 +202,32 @@ class Server:
 
     @property
     def pid(self) -> int:
+        """The server's process: the launcher's rank 0 when there is a launcher."""
         assert self.proc is not None
-        return self.proc.pid
+        if not self.launcher:
+            return self.proc.pid
+        deadline = time.monotonic() + 10
+        while True:
+            ranks = self.rank_pids()
+            if 0 in ranks:
+                return ranks[0]
+            assert time.monotonic() < deadline, f"no rank 0 under the launcher: {self.stderr()}"
+            time.sleep(0.01)
+
+    def rank_pids(self) -> dict[int, int]:
+        """{rank: pid} of the launcher's processes (their OMPI_COMM_WORLD_RANK or PMI_RANK)."""
+        assert self.proc is not None
+        found: dict[int, int] = {}
+        for pid in _descendants(self.proc.pid):
+            try:
+                env = pathlib.Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            for var in env:
+                name, _, value = var.partition(b"=")
+                if name in (b"OMPI_COMM_WORLD_RANK", b"PMI_RANK") and value.isdigit():
+                    found[int(value)] = pid
+        return found
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -208,7 +239,10 @@ class Server:
     def signal_term(self) -> None:
         """SIGTERM without waiting (wait_exit() collects the status)."""
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
+        if self.launcher:
+            os.kill(self.pid, signal.SIGTERM)  # rank 0 drains, then stops every rank
+        else:
+            self.proc.send_signal(signal.SIGTERM)
 
     def wait_exit(self, timeout: float = STOP_TIMEOUT_S) -> int:
         assert self.proc is not None
@@ -232,9 +266,16 @@ class Server:
     def kill(self) -> None:
         """SIGKILL: a crash at an arbitrary moment."""
         assert self.proc is not None
+        ranks = list(self.rank_pids().values()) if self.launcher else []
+        for pid in ranks:  # every process of the job at once, not only the launcher
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
         assert self.proc.returncode == -signal.SIGKILL
+        _wait_gone(ranks)
         self.proc = None
         self._close_clients()
 
@@ -274,15 +315,52 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning"))
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _wait_gone(pids: list[int], timeout: float = 30.0) -> None:
+    """Waits until each process has died (gone, or a zombie its new parent has yet to reap)."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while True:
+            try:
+                stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                break
+            if stat[stat.rindex(")") + 2] == "Z":
+                break
+            assert time.monotonic() < deadline, f"process {pid} outlived SIGKILL"
+            time.sleep(0.01)
+
+
 @pytest.fixture
-def serve(tmp_path: pathlib.Path) -> Iterator[Any]:
-    """serve(*args, api_key=None, data_dir=None, device="cpu", env=None, wait_ready=True) -> a running Server;
-    stopped (SIGTERM, status 0) at the end."""
+def serve(tmp_path: pathlib.Path, request: Any) -> Iterator[Any]:
+    """serve(*args, api_key=None, data_dir=None, device="cpu", env=None, wait_ready=True, launcher=None) -> a
+    running Server (under `launcher`, else the module's SERVE_LAUNCHER, if any); stopped (SIGTERM, status 0) at
+    the end."""
     servers: list[Server] = []
     count = [0]
 
     def make(*args: str, api_key: str | None = None, data_dir: pathlib.Path | None = None, device: str = "cpu",
-             env: dict[str, str] | None = None, wait_ready: bool = True) -> Server:
+             env: dict[str, str] | None = None, wait_ready: bool = True, launcher: list[str] | None = None) -> Server:
         count[0] += 1
         root = tmp_path / f"server{count[0]}"
         logs = root / "logs"
@@ -290,7 +368,8 @@ def serve(tmp_path: pathlib.Path) -> Iterator[Any]:
         extra = list(args)
         if device:
             extra += ["--device", device]
-        s = Server(data_dir or root / "data", logs, extra, api_key, env=env, wait_ready=wait_ready)
+        s = Server(data_dir or root / "data", logs, extra, api_key, env=env, wait_ready=wait_ready,
+                   launcher=launcher or getattr(request.module, "SERVE_LAUNCHER", None))
         servers.append(s)
         return s
 

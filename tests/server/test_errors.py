@@ -121,8 +121,9 @@ def test_unknown_fields(fx: Fixture) -> None:
     fx.expect("POST", "/collections/e/points/query", {"query": GOOD, "using": "image"}, words=("named vectors",))
     fx.expect("POST", "/collections/e/points/count", {"filter": {}, "exact": True, "x": 1}, words=("unknown field 'x'",))
     fx.expect("PUT", "/collections/e/vector_index", {"index": "flat", "nlist": 3}, words=("unknown field 'nlist'",))
-    fx.expect("PUT", "/collections/e/snapshots/recover", {"location": "x.snapshot", "checksum": "0"},
-              words=("unknown field 'checksum'",))
+    if not fx.s.launcher:  # a server sharded over MPI ranks refuses snapshots whatever the body (501)
+        fx.expect("PUT", "/collections/e/snapshots/recover", {"location": "x.snapshot", "checksum": "0"},
+                  words=("unknown field 'checksum'",))
 
 
 def test_points_refused(fx: Fixture) -> None:
@@ -513,7 +514,8 @@ def test_api_key(serve: Any, rng: np.random.Generator) -> None:
     key = "k3y-" + os.urandom(8).hex()
     s = serve(api_key=key)
     fx = Fixture(s, rng)  # its client sends the api-key header
-    snap = fx.c.ok("POST", "/collections/e/snapshots")["name"]
+    # (A server sharded over MPI ranks takes no snapshot, 501, but refuses a keyless request first.)
+    snap = "e-none.snapshot" if s.launcher else fx.c.ok("POST", "/collections/e/snapshots")["name"]
     fx.snapshot_state()
     routes = [
         ("GET", "/collections", None),

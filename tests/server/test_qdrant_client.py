@@ -233,19 +233,22 @@ def test_a_tutorial_session_equals_numpy(client: Any, rng: np.random.Generator) 
     assert qc.count(name, exact=True).count == len(model.points)
     same_hits(qc.query_points(name, query=Q[1].tolist(), limit=20).points, model.query(Q[1], 20))
 
-    # Snapshots: create, list, download, recover into another collection, delete.
-    snap = qc.create_snapshot(name)
-    assert snap is not None and snap.name in [x.name for x in qc.list_snapshots(name)]
-    url = f"http://127.0.0.1:{s.port}/collections/{name}/snapshots/{snap.name}"
-    import urllib.request
-    with urllib.request.urlopen(url, timeout=60) as r:
-        blob = r.read()
-    assert len(blob) == snap.size and blob[:16] == b"SQLite format 3\x00"
-    assert qc.recover_snapshot("copy", location=url)
-    assert qc.count("copy", exact=True).count == len(model.points)
-    same_hits(qc.query_points("copy", query=Q[2].tolist(), limit=10).points, model.query(Q[2], 10))
-    assert qc.delete_snapshot(name, snap.name)
-    assert snap.name not in [x.name for x in qc.list_snapshots(name)]
+    # Snapshots: create, list, download, recover into another collection, delete. (A server sharded
+    # over MPI ranks refuses them with 501: test_mpi_serve.py.)
+    sharded = bool(s.launcher)
+    if not sharded:
+        snap = qc.create_snapshot(name)
+        assert snap is not None and snap.name in [x.name for x in qc.list_snapshots(name)]
+        url = f"http://127.0.0.1:{s.port}/collections/{name}/snapshots/{snap.name}"
+        import urllib.request
+        with urllib.request.urlopen(url, timeout=60) as r:
+            blob = r.read()
+        assert len(blob) == snap.size and blob[:16] == b"SQLite format 3\x00"
+        assert qc.recover_snapshot("copy", location=url)
+        assert qc.count("copy", exact=True).count == len(model.points)
+        same_hits(qc.query_points("copy", query=Q[2].tolist(), limit=10).points, model.query(Q[2], 10))
+        assert qc.delete_snapshot(name, snap.name)
+        assert snap.name not in [x.name for x in qc.list_snapshots(name)]
 
     # Aliases route like the collection's name; deleting a collection drops its aliases.
     qc.update_collection_aliases(change_aliases_operations=[
@@ -265,7 +268,7 @@ def test_a_tutorial_session_equals_numpy(client: Any, rng: np.random.Generator) 
     got = qc2.retrieve(name, ids=kept, with_payload=True)
     assert [p.id for p in got] == kept and all(p.payload == model.points[p.id][1] for p in got)
 
-    assert qc2.delete_collection(name) and qc2.delete_collection("copy")
+    assert qc2.delete_collection(name) and (sharded or qc2.delete_collection("copy"))
     assert not qc2.collection_exists(name) and qc2.get_aliases().aliases == []
     qc2.close()
 
