@@ -74,7 +74,9 @@ def test_a_stall_shows_in_every_request_due_during_it(tmp_path: pathlib.Path) ->
         report, rows, _, text = loadgen(tmp_path, stub.url, "--rate", "200", "--duration", "3", "--connections", "512")
     assert report["status_200"] == 600 and report["dropped"] == 0, text
     lat = [(float(r["scheduled_s"]), float(r["latency_ms"])) for r in rows]
-    slow = [(s, ms) for s, ms in lat if ms > 100]
+    # Requests scheduled in the first half second are left out: on a loaded machine the first ones
+    # wait for their connections to open (over 100 ms), which is not the stall this test measures.
+    slow = [(s, ms) for s, ms in lat if ms > 100 and s > 0.5]
     assert 160 <= len(slow) <= 205, len(slow)
     assert 85 <= sum(1 for _, ms in slow if ms > 500) <= 115
     assert 950 <= max(ms for _, ms in lat) <= 1100
