@@ -48,16 +48,7 @@ SearchQuery resolve_query(Collection& collection, QueryRequest&& q) {
       e.vector = std::move(p->vector);
       q.search.exclude.push_back(*id);
     }
-  if (!q.positive.empty()) {
-    q.search.vector = recommend_vector(q, collection.config().distance == "Cosine");
-    if (!scores_stay_finite(q.search.vector))
-      bad_request("the recommendation's query vector is too long for its scores to stay finite");
-  }
-  const std::string description = q.exact ? collection.index_description() : std::string();
-  if (q.exact && description != "flat" && description != "tree")
-    bad_request("params.exact: collection '" + collection.name() + "' searches its " + description +
-                " index approximately; exact search needs a flat collection");
-  return std::move(q.search);
+  return finish_query(q, collection);
 }
 
 }  // namespace

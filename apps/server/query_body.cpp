@@ -143,4 +143,17 @@ std::vector<float> recommend_vector(const QueryRequest& q, bool cosine) {
   return out;
 }
 
+SearchQuery finish_query(QueryRequest& q, const Collection& collection) {
+  if (!q.positive.empty()) {
+    q.search.vector = recommend_vector(q, collection.config().distance == "Cosine");
+    if (!scores_stay_finite(q.search.vector))
+      bad_request("the recommendation's query vector is too long for its scores to stay finite");
+  }
+  const std::string description = q.exact ? collection.index_description() : std::string();
+  if (q.exact && description != "flat" && description != "tree")
+    bad_request("params.exact: collection '" + collection.name() + "' searches its " + description +
+                " index approximately; exact search needs a flat collection");
+  return std::move(q.search);
+}
+
 }  // namespace simkit::server

@@ -47,4 +47,9 @@ QueryRequest parse_query(const nlohmann::json& body, int64_t dim, int64_t max_li
 /// vectors): the average_vector rule above. `cosine` normalises each example first.
 std::vector<float> recommend_vector(const QueryRequest& q, bool cosine);
 
+/// The search of a request whose examples are all vectors now: the recommendation's vector made
+/// (400 when its scores would not stay finite), params.exact checked against the collection's
+/// index (400 unless it is flat or tree). Moves q.search out.
+SearchQuery finish_query(QueryRequest& q, const Collection& collection);
+
 }  // namespace simkit::server

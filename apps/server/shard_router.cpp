@@ -440,16 +440,7 @@ SearchQuery ShardRouter::resolve_query(Collection& collection, QueryRequest&& q)
       e.vector = fetch_vector(collection, *e.id, e.where);
       q.search.exclude_points.push_back(*e.id);  // each rank leaves out its own of them
     }
-  if (!q.positive.empty()) {
-    q.search.vector = recommend_vector(q, collection.config().distance == "Cosine");
-    if (!scores_stay_finite(q.search.vector))
-      bad_request("the recommendation's query vector is too long for its scores to stay finite");
-  }
-  const std::string description = q.exact ? collection.index_description() : std::string();
-  if (q.exact && description != "flat" && description != "tree")
-    bad_request("params.exact: collection '" + collection.name() + "' searches its " + description +
-                " index approximately; exact search needs a flat collection");
-  return std::move(q.search);
+  return finish_query(q, collection);
 }
 
 // A batch the batcher formed on rank 0: every rank searches its points for each query's best

@@ -5,6 +5,7 @@
 // ranks' slices.
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ void agree_on(MPI_Comm comm, const char* who, Body&& body) {
     message = e.what();
   }
   agree(comm, who, code, message);
+}
+
+/// The bits of v, for checks that ranks hold the very same double.
+inline int64_t bits_of(double v) {
+  int64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
 }
 
 /// FNV-1a over `bytes` bytes, so that ranks can check that they hold the same array.

@@ -27,11 +27,7 @@ using mpi_detail::comm_rank;
 using mpi_detail::comm_size;
 constexpr const char* kWho = "simkit::mpi::gauss_transform";
 
-int64_t bits_of(double v) {
-  int64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
+using mpi_detail::bits_of;
 
 std::string num(double v) {
   char buf[32];

@@ -33,11 +33,7 @@ using mpi_detail::agree_on;
 using mpi_detail::KmeansSlice;
 constexpr const char* kWho = "simkit::mpi::kmeans";
 
-int64_t bits_of(double v) {
-  int64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
+using mpi_detail::bits_of;
 
 /// Everything checked before any work, errors agreed on every rank: this rank's slice, the
 /// arguments every rank must pass the same, the layout, the parameters against the total rows,
