@@ -1,4 +1,4 @@
-// knn and the flat and ivf_flat searches split over GPUs (Context::gpu_ids): the one-GPU answer,
+// knn and the flat, ivf_flat and ivf_pq searches split over GPUs (Context::gpu_ids): the one-GPU answer,
 // bit for bit. Over every visible GPU where there are two or more, and over three shards on GPU
 // 0 (gpu_ids {0, 0, 0}: three resident copies of slices on one device, the same code path) so
 // that a one-GPU machine runs it too. test_shards.cpp checks the same on CPU shard contexts.
@@ -61,6 +61,25 @@ TEST(GpuShards, FlatAndIvfFlatOverGpus) {
       two.nprobe = 2, all.nprobe = 32;
       expect_split_index(gpu_context(), split_context(ids), "ivf_flat,nlist=32,seed=1", metric, X, Q, {1, 10},
                          {&two, &all});
+    }
+}
+
+TEST(GpuShards, IvfPqOverGpus) {
+  SIMKIT_REQUIRE_GPU();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("SIMKIT_TEST_SEED=" + std::to_string(seed));
+  for (const auto& ids : splits())
+    for (Metric metric : kMetrics) {
+      const Matrix<float> X = inputs_for(metric, 3000, 32, seed), Q = inputs_for(metric, 61, 32, seed + 1);
+      IvfPqSearchParams two, all, deeper;
+      two.nprobe = 2, all.nprobe = 32, deeper.nprobe = 4, deeper.refine = 12;
+      expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=4,seed=1", metric, X, Q,
+                         {1, 10}, {&two, &all, &deeper});
+      expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=0,seed=1", metric, X, Q,
+                         {1, 10}, {&two, &all});
+      // The re-rank on the host (refine_on=host): the same rule, the same answer.
+      expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=4,refine_on=host,seed=1",
+                         metric, X, Q, {10}, {&two});
     }
 }
 

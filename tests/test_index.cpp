@@ -696,5 +696,29 @@ TEST(IndexGpuOnly, ListsBeyondTheBudgetAreStreamed) {
   }
 }
 
+// A flat index larger than what the GPU has free is not made resident (ResidentRows::sync): its
+// rows stream from host memory at each search, with the same answer as the resident copy's.
+TEST(IndexGpuOnly, FlatBeyondTheGpuIsStreamed) {
+  SIMKIT_REQUIRE_GPU();
+  const Context ctx = gpu_context();
+  const Matrix<float> X = random_matrix(600001, 128, 94, Distribution::gaussian), Q = random_matrix(37, 128, 95);
+  for (Metric metric : {Metric::l2, Metric::cosine, Metric::l1}) {
+    IndexSearchResult resident;
+    {
+      auto index = make_index("flat", 128, metric);
+      index->add(ctx, X.view());
+      resident = index->search(ctx, Q.view(), 10);
+    }  // its device copy freed
+    auto index = make_index("flat", 128, metric);
+    index->add(ctx, X.view());
+    // Leave 256 MiB free: the 293 MiB of rows are more than kResidentShare of it.
+    const size_t free_now = gpus()[size_t(ctx.gpu_id)].free_memory;
+    ASSERT_GT(free_now, size_t(1) << 30);
+    const DeviceMatrix<float> hog(ctx, int64_t((free_now - (size_t(256) << 20)) / sizeof(float)), 1);
+    const IndexSearchResult streamed = index->search(ctx, Q.view(), 10);
+    expect_same(streamed, resident, std::string("streamed flat ") + to_string(metric));
+  }
+}
+
 }  // namespace
 }  // namespace simkit::test

@@ -1,4 +1,4 @@
-// Splitting knn and the flat and ivf_flat searches over several GPUs (Context::gpu_ids), with
+// Splitting knn and the flat, ivf_flat and ivf_pq searches over several GPUs (Context::gpu_ids), with
 // the GPUs stood in for by CPU shard contexts (core/shards.hpp's ScopedShardContexts) so that
 // the split, the per-shard searches and the (key, id) merge run on every machine: the answer
 // must be the one-device one, bit for bit. test_gpu_shards.cpp runs the same checks on GPUs.
@@ -31,6 +31,13 @@ struct CpuSplit {
   detail::ScopedShardContexts scope;
   Context split;
 };
+
+/// 100 + 1e-5 x gaussian in every coordinate.
+Matrix<float> crowded_rows(int64_t rows, int64_t d, uint64_t seed) {
+  Matrix<float> X = random_matrix(rows, d, seed, Distribution::gaussian);
+  for (int64_t i = 0; i < X.size(); ++i) X.data()[i] = 100.0f + 1e-5f * X.data()[i];
+  return X;
+}
 
 TEST(Shards, KnnOverShardsIsTheOneDeviceAnswer) {
   const uint64_t seed = test_seed();
@@ -76,6 +83,29 @@ TEST(Shards, IvfFlatIndexOverShards) {
     one.nprobe = 1, three.nprobe = 3, all.nprobe = 16;
     expect_split_index(cpu_context(), s.split, "ivf_flat,nlist=16,seed=5", metric, X, Q, {1, 10, 100},
                        {&one, &three, &all});
+  }
+}
+
+TEST(Shards, IvfPqIndexOverShards) {
+  // Codes only (round 1 is the answer) and with a re-rank (round 2 applies the CPU's shortlist
+  // rule to the merged estimates), for every metric and nprobe from one list to all.
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("SIMKIT_TEST_SEED=" + std::to_string(seed));
+  for (int shards : {2, 3}) {
+    const CpuSplit s(shards);
+    for (Metric metric : kMetrics) {
+      const Matrix<float> X = inputs_for(metric, 700, 12, seed), Q = inputs_for(metric, 29, 12, seed + 1);
+      IvfPqSearchParams one, three, all, deeper;
+      one.nprobe = 1, three.nprobe = 3, all.nprobe = 16, deeper.nprobe = 3, deeper.refine = 9;
+      expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=16,m=4,refine=4,seed=5", metric, X, Q, {1, 10, 100},
+                         {&one, &three, &all, &deeper});
+      expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=16,m=3,refine=0,seed=5", metric, X, Q, {1, 10},
+                         {&one, &all});
+      // Rows crowded within float32's resolution of each other: the shortlist's float32 keys
+      // tie where the float64 keys do not, so its cut decides which rows are ranked.
+      const Matrix<float> C = crowded_rows(600, 12, seed + 2), CQ = crowded_rows(17, 12, seed + 3);
+      expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=8,m=4,refine=4,seed=5", metric, C, CQ, {10}, {&all});
+    }
   }
 }
 

@@ -34,7 +34,7 @@ struct Context {
   /// CUDA device ordinal.
   int gpu_id = 0;
   /// Several CUDA devices (two or more ordinals; set_device("gpu:0,1") or "gpu:all"): knn and
-  /// the flat and ivf_flat searches split their base rows into one contiguous shard per GPU,
+  /// the flat, ivf_flat and ivf_pq searches split their base rows into one contiguous shard per GPU,
   /// search the shards concurrently (a host thread per GPU; an index keeps each shard resident
   /// on its GPU), and merge the per-shard top-k by knn's rule (float64 key, then the lower id)
   /// with merge path: the same ids and values, bit for bit, as one GPU (for pearson, whose

@@ -49,17 +49,18 @@ std::string device_name(const Context& c) {
 }
 
 void bind_context(nb::module_& m) {
-  nb::class_<Context>(m, "Context",
-                      "Where and how simkit runs. Every function also takes these as keywords.\n\n"
-                      "device: 'auto' (the GPU when this build has CUDA and one is visible, else the CPU), "
-                      "'cpu', 'gpu' (or 'cuda'), one GPU 'gpu:1', or several: 'gpu:0,1', 'gpu:all' (or 'cuda:all'; "
-                      "function keywords also take a list of GPU ids): knn and the flat and ivf_flat searches then "
-                      "split the base over them and merge (the same answer as one GPU).\n"
-                      "threads: CPU threads, 0 = all.\n"
-                      "gpu_memory: bytes of GPU working memory simkit may allocate; None = 80% of what is free.\n"
-                      "gpu_id: the CUDA device (arrays already on a GPU decide it themselves).\n\n"
-                      ">>> ctx = simkit.Context(device='cpu', threads=4)\n"
-                      ">>> D, I = simkit.knn(Q, X, 10, context=ctx)")
+  nb::class_<Context>(
+      m, "Context",
+      "Where and how simkit runs. Every function also takes these as keywords.\n\n"
+      "device: 'auto' (the GPU when this build has CUDA and one is visible, else the CPU), "
+      "'cpu', 'gpu' (or 'cuda'), one GPU 'gpu:1', or several: 'gpu:0,1', 'gpu:all' (or 'cuda:all'; "
+      "function keywords also take a list of GPU ids): knn and the flat, ivf_flat and ivf_pq searches then "
+      "split the base over them and merge (the same answer as one GPU).\n"
+      "threads: CPU threads, 0 = all.\n"
+      "gpu_memory: bytes of GPU working memory simkit may allocate; None = 80% of what is free.\n"
+      "gpu_id: the CUDA device (arrays already on a GPU decide it themselves).\n\n"
+      ">>> ctx = simkit.Context(device='cpu', threads=4)\n"
+      ">>> D, I = simkit.knn(Q, X, 10, context=ctx)")
       .def(
           "__init__",
           [](Context* c, const std::string& device, int threads, std::optional<int64_t> gpu_memory, int gpu_id) {

@@ -83,4 +83,11 @@ inline double exact_key(ExactForm form, const float* q, const float* x, int64_t 
   return 0.0;
 }
 
+/// l1 as the GPU k-NN computes it (and ranks by): a float32 sum in column order.
+inline double l1_column_order(const float* q, const float* x, int64_t d) {
+  float acc = 0.f;
+  for (int64_t t = 0; t < d; ++t) acc += std::fabs(q[t] - x[t]);
+  return double(acc);
+}
+
 }  // namespace simkit::detail

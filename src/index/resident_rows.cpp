@@ -23,9 +23,19 @@ void ResidentRows::mark_from(int64_t r) {
 
 void ResidentRows::drop() {
   std::lock_guard g(mutex_);
+  drop_locked();
+}
+
+void ResidentRows::drop_locked() const {
   rows_.reset();
   changed_.clear();
   changed_from_ = kNone;
+}
+
+bool ResidentRows::fits(int gpu, size_t bytes, size_t held) {
+  for (const GpuInfo& g : gpus())
+    if (g.id == gpu) return double(bytes) <= kResidentShare * double(g.free_memory + held);
+  return true;  // not a GPU gpus() lists: the allocation reports what is wrong
 }
 
 void ResidentRows::upload(const Context& ctx, MatrixView<const float> host, int64_t first, int64_t count) const {
@@ -43,6 +53,11 @@ std::shared_ptr<const DeviceMatrix<float>> ResidentRows::sync(const Context& ctx
   const bool bulk = static_cast<int64_t>(changed_.size()) > n / 64 + 16;
   if (fresh) {
     const int64_t capacity = rows_ && gpu_ == ctx.gpu_id ? std::max(n, rows_->rows() + rows_->rows() / 2) : n;
+    const size_t held = rows_ && gpu_ == ctx.gpu_id ? size_t(rows_->rows() * rows_->cols()) * sizeof(float) : 0;
+    if (!fits(ctx.gpu_id, size_t(capacity) * size_t(host.cols) * sizeof(float), held)) {
+      drop_locked();
+      return nullptr;
+    }
     rows_.reset();  // free the old copy before the new one is allocated
     rows_ = std::make_shared<DeviceMatrix<float>>(ctx, std::max<int64_t>(capacity, 1), host.cols);
     gpu_ = ctx.gpu_id;

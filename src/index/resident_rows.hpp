@@ -27,10 +27,19 @@ class ResidentRows {
 
   /// A device matrix whose first n rows equal `host` (n x d) on ctx's GPU, uploaded where they
   /// changed (it may hold more rows: spare capacity). It stays valid while the index's shared
-  /// lock is held.
+  /// lock is held. Null when a new copy would take more than kResidentShare of the GPU's free
+  /// memory (with what the old copy holds): the caller then streams the rows from host memory,
+  /// as knn does with a host base, rather than fail.
   std::shared_ptr<const DeviceMatrix<float>> sync(const Context& ctx, MatrixView<const float> host) const;
 
+  /// The share of a GPU's free memory a resident copy may take: the rest is the searches'
+  /// working memory (tiles of scores, candidate lists), which runs well at a quarter of an H100's
+  /// 80 GB; a base beyond it streams in tiles with PCIe bounding the search instead.
+  static constexpr double kResidentShare = 0.75;
+
  private:
+  void drop_locked() const;
+  static bool fits(int gpu, size_t bytes, size_t held);
   void upload(const Context& ctx, MatrixView<const float> host, int64_t first, int64_t count) const;
 
   mutable std::mutex mutex_;

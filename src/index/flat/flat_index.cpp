@@ -120,12 +120,11 @@ class FlatIndex final : public Index, public ShardableIndex {
       if (const std::vector<Context> shards = gpu_shard_contexts(ctx, {Q.where, values.where, ids.where});
           !shards.empty())
         return search_shards(shards, Q, k, values, ids, sp.stats);
-    // On the GPU the rows stay resident between searches (uploaded on the first one).
+    // On the GPU the rows stay resident between searches (uploaded on the first one), unless
+    // they are too many for it: they then stream from host memory at each search.
     std::shared_ptr<const DeviceMatrix<float>> resident;
-    if (device == Device::gpu) {
-      resident = device_.sync(ctx, stored);
-      rows.rows = MatrixView<const float>{resident->view().data, stored.rows, dim_, Memory::device};
-    }
+    if (device == Device::gpu) resident = device_.sync(ctx, stored);
+    if (resident) rows.rows = MatrixView<const float>{resident->view().data, stored.rows, dim_, Memory::device};
     search_rows(ctx, Q, k, metric_, rows, values, ids, sp.stats);
   }
 
@@ -207,10 +206,8 @@ class FlatIndex final : public Index, public ShardableIndex {
       const MatrixView<const float> host{vectors_.data() + r.first * dim_, r.rows, dim_};
       IdRows rows{host, host, row_ids_.data() + r.first, ascending_};
       std::shared_ptr<const DeviceMatrix<float>> on;  // kept alive through the search
-      if (shards[size_t(s)].device == Device::gpu) {
-        on = copies[size_t(s)]->sync(shards[size_t(s)], host);
-        rows.rows = MatrixView<const float>{on->view().data, r.rows, dim_, Memory::device};
-      }
+      if (shards[size_t(s)].device == Device::gpu) on = copies[size_t(s)]->sync(shards[size_t(s)], host);
+      if (on) rows.rows = MatrixView<const float>{on->view().data, r.rows, dim_, Memory::device};
       search_rows(shards[size_t(s)], Q, ks, metric_, rows, part.values.view(), part.ids.view());
     });
     const MetricPlan plan = plan_metric(metric_);

@@ -49,6 +49,28 @@ struct IvfCore {
   }
 };
 
+/// A family's lists (IvfLists, IvfPqLists) split over the GPUs of a multi-GPU search, a slice
+/// of every list each, with its own device copy (the family's split_lists).
+template <class Lists>
+struct SplitLists final : IvfDeviceLists {
+  std::vector<std::unique_ptr<Lists>> lists;
+};
+
+/// whole's split into `shards`, kept in whole.shards until the next change (made on first use,
+/// or again when the shard count changes).
+template <class Lists>
+std::shared_ptr<const SplitLists<Lists>> split_over(const Lists& whole, int64_t shards) {
+  std::lock_guard g(whole.device_mutex);
+  auto have = std::dynamic_pointer_cast<const SplitLists<Lists>>(whole.shards);
+  if (!have || int64_t(have->lists.size()) != shards) {
+    auto made = std::make_shared<SplitLists<Lists>>();
+    made->lists = split_lists(whole, shards);  // the family's, found by argument-dependent lookup
+    whole.shards = made;
+    have = made;
+  }
+  return have;
+}
+
 /// How rows and queries meet the centroids, per metric: by cosine for cosine, by pearson for
 /// pearson (centroids of centred rows have mean 0: their cosine), by inner product for dot (as
 /// FAISS's IndexIVFFlat for METRIC_INNER_PRODUCT), by squared distance otherwise (l1 has no

@@ -119,31 +119,15 @@ class IvfFlatIndex final : public IvfIndexBase {
   }
 
  private:
-  /// The lists split over the GPUs, each shard resident on its GPU (split_lists).
-  struct Shards final : IvfDeviceLists {
-    std::vector<std::unique_ptr<IvfLists>> lists;
-  };
-
   /// Several GPUs (Context::gpu_ids): every GPU scans its slice of the same probed lists, and
   /// the shards' top-k merge by (key, id) into one GPU's answer. Under the shared lock.
   void search_shards(const std::vector<Context>& shards, MatrixView<const float> Q, int64_t k, int64_t nprobe,
                      MatrixView<float> values, MatrixView<int64_t> ids) const {
     const int64_t P = int64_t(shards.size());
-    std::shared_ptr<IvfDeviceLists> held;
-    {
-      std::lock_guard g(lists_.device_mutex);
-      auto* have = dynamic_cast<Shards*>(lists_.shards.get());
-      if (!have || int64_t(have->lists.size()) != P) {
-        auto made = std::make_shared<Shards>();
-        made->lists = split_lists(lists_, P);
-        lists_.shards = made;
-      }
-      held = lists_.shards;
-    }
-    const Shards& split = static_cast<const Shards&>(*held);
+    const std::shared_ptr<const SplitLists<IvfLists>> split = split_over(lists_, P);
     std::vector<ShardTopK> parts(shards.size());
     run_on_shards(P, [&](int64_t s) {
-      const IvfLists& L = *split.lists[size_t(s)];
+      const IvfLists& L = *split->lists[size_t(s)];
       ShardTopK& part = parts[size_t(s)];
       const int64_t ks = L.size() > 0 ? k : 0;
       part.values = Matrix<float>(Q.rows, ks);

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/shards.hpp"
-
 namespace simkit::detail {
 
 namespace {
@@ -86,17 +84,11 @@ std::unique_ptr<IvfLists> same_cells(const IvfLists& L) {
 
 std::vector<std::unique_ptr<IvfLists>> split_lists(const IvfLists& L, int64_t shards) {
   std::vector<std::unique_ptr<IvfLists>> out;
+  std::vector<int64_t> rows;
   for (int64_t s = 0; s < shards; ++s) {
     std::unique_ptr<IvfLists> C = same_cells(L);
-    std::vector<int64_t> offsets{0}, rows, ids;
-    for (int64_t l = 0; l < L.nlist; ++l) {
-      const RowRange r = shard_rows(L.arena.length(l), shards, s);
-      for (int64_t j = 0; j < r.rows; ++j) rows.push_back(L.arena.begin[size_t(l)] + r.first + j);
-      offsets.push_back(int64_t(rows.size()));
-    }
-    for (int64_t row : rows) ids.push_back(L.arena.ids[size_t(row)]);
+    C->arena = L.arena.slice(shards, s, rows);
     gather_rows(L, rows, *C);
-    C->arena.assign(offsets, std::move(ids));
     out.push_back(std::move(C));
   }
   return out;

@@ -36,10 +36,12 @@
 #include "core/expects.hpp"
 #include "core/parallel.hpp"
 #include "core/sample_rows.hpp"
+#include "core/shards.hpp"
 #include "index/filtered_search.hpp"
 #include "index/index_support.hpp"
 #include "index/ivf/ivf_index_base.hpp"
 #include "index/ivf/ivf_pq_prep.hpp"
+#include "index/ivf/ivf_pq_shards.hpp"
 #include "index/ivf/ivf_searchers.hpp"
 #include "index/ivf/product_quantizer.hpp"
 #include "index/shard_hooks.hpp"
@@ -146,6 +148,10 @@ class IvfPqIndex final : public IvfIndexBase {
     std::shared_lock lock(mutex_);
     const IvfPqLists& L = lists_;
     int64_t short_rows = 0, candidates = 0;
+    if (!sp.allowed && L.size() > 0)
+      if (const std::vector<Context> shards = gpu_shard_contexts(ctx, {Q.where, values.where, ids.where});
+          !shards.empty())
+        return search_shards(shards, Q, k, lists, depth(refine, k, L.size()), values, ids, sp.stats);
     SearchOutput out(values, ids);
     if (L.size() == 0) {
       out.pad_all(metric_);
@@ -172,6 +178,25 @@ class IvfPqIndex final : public IvfIndexBase {
     }
     out.deliver(ctx);
     if (sp.stats) sp.stats->short_rows += short_rows, sp.stats->candidates += candidates;
+  }
+
+  /// Several GPUs (Context::gpu_ids): a slice of every list on each, searched in two rounds
+  /// (ivf_pq_shards.hpp). `candidates`: the re-rank's depth, 0 for codes only. Under the shared lock.
+  void search_shards(const std::vector<Context>& shards, MatrixView<const float> Q, int64_t k, int64_t nprobe,
+                     int64_t candidates, MatrixView<float> values, MatrixView<int64_t> ids, SearchStats* stats) const {
+    const std::shared_ptr<const SplitLists<IvfPqLists>> split = split_over(lists_, int64_t(shards.size()));
+    int64_t short_rows = 0, scanned = 0;
+    PqShardSearch s;
+    s.whole = &lists_;
+    s.slices = &split->lists;
+    s.arena_row = [&](int64_t id) { return lists_.arena.find(*ids_.find(id), id); };
+    s.Q = Q, s.k = k, s.nprobe = nprobe;
+    s.keep = candidates > 0 ? candidates : k;
+    s.rerank = candidates > 0;
+    s.values = values, s.ids = ids;
+    s.short_rows = &short_rows, s.candidates = &scanned;
+    ivf_pq_search_shards(shards, s, cpu_threads(shards[0]));
+    if (stats) stats->short_rows += short_rows, stats->candidates += scanned;
   }
 
   // A sharded search in two rounds (index/shard_hooks.hpp): the code scan's selection, then the

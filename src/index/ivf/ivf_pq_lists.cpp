@@ -44,18 +44,40 @@ void IvfPqColumns::copy(int64_t from, int64_t to) {
 
 void IvfPqColumns::gather(const std::vector<int64_t>& from) { gather_rows(L_, from, L_); }
 
+namespace {
+
+/// An IvfPqLists with L's cells and code books and no rows.
+std::unique_ptr<IvfPqLists> same_cells(const IvfPqLists& L) {
+  auto C = std::make_unique<IvfPqLists>();
+  C->dim = L.dim, C->nlist = L.nlist, C->plan = L.plan, C->coarse = L.coarse, C->centroids = L.centroids;
+  C->m = L.m, C->ksub = L.ksub, C->table = L.table, C->codebooks = L.codebooks;
+  C->keeps_vectors = L.keeps_vectors, C->refine_on_device = L.refine_on_device;
+  return C;
+}
+
+}  // namespace
+
 const IvfPqLists& compact_view(const IvfPqLists& L, std::unique_ptr<IvfPqLists>& holder) {
   if (L.arena.is_compact()) return L;
-  holder = std::make_unique<IvfPqLists>();
+  holder = same_cells(L);
   IvfPqLists& C = *holder;
-  C.dim = L.dim, C.nlist = L.nlist, C.plan = L.plan, C.coarse = L.coarse, C.centroids = L.centroids;
-  C.m = L.m, C.ksub = L.ksub, C.table = L.table, C.codebooks = L.codebooks;
-  C.keeps_vectors = L.keeps_vectors, C.refine_on_device = L.refine_on_device;
   // Only the held rows travel, in list order: no copy of the spare rows or the garbage.
   std::vector<int64_t> order;
   C.arena = L.arena.compacted(order);
   gather_rows(L, order, C);
   return C;
+}
+
+std::vector<std::unique_ptr<IvfPqLists>> split_lists(const IvfPqLists& L, int64_t shards) {
+  std::vector<std::unique_ptr<IvfPqLists>> out;
+  std::vector<int64_t> rows;
+  for (int64_t s = 0; s < shards; ++s) {
+    std::unique_ptr<IvfPqLists> C = same_cells(L);
+    C->arena = L.arena.slice(shards, s, rows);
+    gather_rows(L, rows, *C);
+    out.push_back(std::move(C));
+  }
+  return out;
 }
 
 }  // namespace simkit::detail

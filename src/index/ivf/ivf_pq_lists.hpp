@@ -74,4 +74,8 @@ class IvfPqColumns final : public ListArena::Columns {
 /// a compact copy kept in `holder`.
 const IvfPqLists& compact_view(const IvfPqLists& L, std::unique_ptr<IvfPqLists>& holder);
 
+/// L's rows split into `shards` compact IvfPqLists with L's cells and code books, one per GPU of
+/// a multi-GPU search: shard s holds slice s of every list (ListArena::slice).
+std::vector<std::unique_ptr<IvfPqLists>> split_lists(const IvfPqLists& L, int64_t shards);
+
 }  // namespace simkit::detail

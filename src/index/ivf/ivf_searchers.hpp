@@ -47,10 +47,13 @@ struct IvfPqSearchArgs {
   int64_t* candidates = nullptr;  // += rows of the probed lists, over the queries
   /// As IvfSearchArgs::filter.
   const IdFilter* filter = nullptr;
-  /// When set (refine = 0, CPU): also each result's code estimate (+inf where padded), which a
-  /// sharded search's first round merges by (index/shard_hooks.hpp): values alone are not enough,
-  /// as two estimates may give one value.
+  /// When set (refine = 0): also each result's code estimate (+inf where padded), which a
+  /// sharded search's first round merges by (index/shard_hooks.hpp, ivf_pq_shards.hpp): values
+  /// alone are not enough, as two estimates may give one value.
   MatrixView<float> keys{};
+  /// When set: whether the GPU's scan served the call (false: the CPU backend did, as for the
+  /// GPU calls it cannot serve), which decides the re-rank rule a multi-GPU search applies.
+  bool* device_scan = nullptr;
 };
 
 namespace cpu {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/shards.hpp"
+
 namespace simkit::detail {
 
 namespace {
@@ -41,6 +43,20 @@ ListArena ListArena::compacted(std::vector<int64_t>& order) const {
   for (int64_t l = 0; l < nlist(); ++l) o.push_back(o.back() + length(l));
   ListArena out;
   out.assign(o, std::move(packed));
+  return out;
+}
+
+ListArena ListArena::slice(int64_t shards, int64_t s, std::vector<int64_t>& rows) const {
+  std::vector<int64_t> offsets{0}, taken;
+  rows.clear();
+  for (int64_t l = 0; l < nlist(); ++l) {
+    const RowRange r = shard_rows(length(l), shards, s);
+    for (int64_t j = 0; j < r.rows; ++j) rows.push_back(begin[size_t(l)] + r.first + j);
+    offsets.push_back(int64_t(rows.size()));
+  }
+  for (int64_t row : rows) taken.push_back(ids[size_t(row)]);
+  ListArena out;
+  out.assign(offsets, std::move(taken));
   return out;
 }
 

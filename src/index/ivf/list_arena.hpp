@@ -56,6 +56,10 @@ class ListArena {
   /// A compact arena holding these lists, and in `order` the rows it took, in its order (for the
   /// caller to gather its columns).
   ListArena compacted(std::vector<int64_t>& order) const;
+  /// Slice s of every list cut into `shards` (core/shards.hpp's shard_rows), as a compact arena
+  /// with the same lists, and in `rows` the arena rows it took, in its order: one GPU's part of a
+  /// multi-GPU search, where each probe scans a part of the same list on every GPU.
+  ListArena slice(int64_t shards, int64_t s, std::vector<int64_t>& rows) const;
   /// The arena row of `id` in list l, or -1 (a binary search: the list is in id order).
   int64_t find(int64_t l, int64_t id) const;
   /// The rows `filter` allows, as a mask (bit r of word r / 64) over the arena's rows, or with

@@ -393,7 +393,7 @@ void TreeIndex::search_resident(const Context& ctx, MatrixView<const float> Q, i
     }
   }
   const std::shared_ptr<const DeviceMatrix<float>> resident = device_.sync(ctx, stored());
-  all.rows = MatrixView<const float>{resident->view().data, rows, dim_, Memory::device};
+  if (resident) all.rows = MatrixView<const float>{resident->view().data, rows, dim_, Memory::device};
   search_rows(ctx, Q, k, metric_, all, values, ids, sp.stats);
 }
 

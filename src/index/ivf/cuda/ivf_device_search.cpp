@@ -102,6 +102,9 @@ void rank_on_device(const IvfDeviceSearch& s, const BatchBuffers& w, const float
   const int64_t* uid = s.ranks->uid_of_rank.view().data;
   if (s.rerank == IvfRerank::scan_keys) {
     sort_output(w.cand_keys, w.cand_ranks, kc, b, kc, k, KeyToValue{false, false}, w.out_values, w.out_ranks, stream);
+    if (s.keys.data != nullptr)
+      check_cuda(cudaMemcpyAsync(s.keys.row(q0), w.out_values, size_t(b * k) * 4, cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpyAsync");
     ivf_finish(w.out_ranks, w.out_values, b * k, uid, s.value, worst, w.final_ids, w.final_values, stream);
   } else {
     ivf_lookup(w.cand_ranks, b * kc, s.ranks->pos_of_rank.view().data, kEmpty, w.cand_pos, stream);
@@ -121,12 +124,6 @@ void rank_on_device(const IvfDeviceSearch& s, const BatchBuffers& w, const float
 }
 
 }  // namespace
-
-double l1_column_order(const float* q, const float* x, int64_t d) {
-  float acc = 0.f;
-  for (int64_t t = 0; t < d; ++t) acc += std::fabs(q[t] - x[t]);
-  return double(acc);
-}
 
 std::vector<int64_t> group_starts(const ListArena& arena) {
   const int64_t nlist = int64_t(arena.begin.size());
@@ -233,6 +230,10 @@ void IvfDeviceDriver::run(const IvfDeviceSearch& s, IvfListScanner& scanner) {
       rank_on_device(s, w, Qb, q0, b, worst, stream);
     }
     for (int64_t i = 0; i < b; ++i) short_rows += s.ids.row(q0 + i)[k - 1] < 0 ? 1 : 0;
+    if (s.keys.data != nullptr)
+      for (int64_t i = q0; i < q0 + b; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          if (s.ids.row(i)[j] < 0) s.keys.row(i)[j] = std::numeric_limits<float>::infinity();
     if (ctx.progress) ctx.progress(double(q0 + b) / double(m));
   }
   call_.finish();

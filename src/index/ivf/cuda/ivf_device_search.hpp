@@ -122,6 +122,7 @@ struct IvfDeviceSearch {
   const IdFilter* filter = nullptr;
   IvfRerank rerank = IvfRerank::exact;
   IvfValue value = IvfValue::plain;    // scan_keys only
+  MatrixView<float> keys{};            // scan_keys: also the keys themselves (host, Q.rows x k; +inf padded)
   const float* rows_device = nullptr;  // exact / l1: the rows by position on the device, or
   const float* rows_host = nullptr;    //   null and these on the host
   int64_t* short_rows = nullptr;       // += queries padded
@@ -143,9 +144,6 @@ class IvfDeviceDriver {
   Call call_;
   size_t budget_;
 };
-
-/// The l1 value the GPU k-NN gives on the host: a float32 sum in column order (ivf_l1_keys).
-double l1_column_order(const float* q, const float* x, int64_t d);
 
 /// The queries on the host (copied down when they are on the device) for a CPU fallback.
 MatrixView<const float> host_queries(const Context& ctx, MatrixView<const float> Q, Matrix<float>& holder);

@@ -17,6 +17,7 @@
 
 #include <simkit/error.hpp>
 
+#include "core/exact_metric.hpp"
 #include "cuda/check.hpp"
 #include "cuda/select/top_k_lists.hpp"
 #include "index/ivf/cuda/ivf_device_search.hpp"
@@ -166,6 +167,7 @@ void search_on_host(const Context& ctx, const IvfPqSearchArgs& a) {
   Context host = ctx;
   host.device = Device::cpu;
   cpu::ivf_pq_search(host, h);
+  if (a.device_scan) *a.device_scan = false;
   if (!a.lists->plan.rescores() && a.refine > 0) l1_values_as_on_the_gpu(*a.lists, h.Q.data, a);
 }
 
@@ -178,6 +180,8 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) {
   const int64_t kc = a.refine > 0 ? std::max(std::min(a.refine, n), k) : k;
   if (a.refine > 0 && !given.keeps_vectors)
     throw Error(ErrorCode::invalid_argument, "ivf_pq search: refine > 0 on an index that keeps no vectors");
+  if (a.keys.data != nullptr && a.refine > 0)
+    throw Error(ErrorCode::invalid_argument, "ivf_pq search: the code estimates are given without a re-rank only");
   if (kc > kIvfMaxCandidates) return search_on_host(ctx, a);
   {
     DeviceGuard guard(ctx.gpu_id);
@@ -213,11 +217,13 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) {
   // The original queries and rows, not the coded space: knn's rule exactly.
   s.rerank = !refine ? IvfRerank::scan_keys : L.plan.rescores() ? IvfRerank::exact : IvfRerank::l1_column_order;
   s.value = value_map(L.plan.metric);
+  s.keys = a.keys;
   s.rows_device = D->has_vectors ? D->vectors_d.view().data : nullptr;
   s.rows_host = L.vectors.data();
   s.short_rows = a.short_rows, s.candidates = a.candidates;
   s.what = "ivf_pq search";
   driver.run(s, scanner);
+  if (a.device_scan) *a.device_scan = true;
 }
 
 }  // namespace simkit::detail::cuda
