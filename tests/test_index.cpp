@@ -590,6 +590,27 @@ TEST_P(IvfFlat, TrainingRulesAndNprobe) {
   for (int64_t q = 0; q < X.rows(); ++q) EXPECT_EQ(seed.ids(q, 0), q);  // each row finds itself
 }
 
+// reserve() sizes flat's storage for a base added in batches; every kind takes it (a hint) and
+// refuses a negative count. The batches give what one add gives.
+TEST(IndexFactory, ReserveBeforeBatches) {
+  const Matrix<float> X = random_matrix(1003, 9, 71), Q = random_matrix(13, 9, 72);
+  for (const char* description : {"flat", "ivf_flat,nlist=8", "hnsw"}) {
+    auto whole = make_index(description, 9, Metric::l2), batched = make_index(description, 9, Metric::l2);
+    expect_error([&] { batched->reserve(-1); }, ErrorCode::invalid_argument, "reserve: rows");
+    whole->train(cpu_context(), X.view());
+    batched->train(cpu_context(), X.view());
+    whole->add(cpu_context(), X.view());
+    batched->reserve(X.rows());
+    for (int64_t r = 0; r < X.rows(); r += 250) {
+      const int64_t n = std::min<int64_t>(250, X.rows() - r);
+      batched->add(cpu_context(), MatrixView<const float>{X.data() + r * 9, n, 9});
+    }
+    EXPECT_EQ(batched->size(), X.rows()) << description;
+    if (std::string(description) == "flat")  // hnsw's graph depends on the batches
+      expect_same(batched->search(cpu_context(), Q.view(), 7), whole->search(cpu_context(), Q.view(), 7), description);
+  }
+}
+
 TEST(IndexFactory, DescriptionsParseOrAreRefused) {
   EXPECT_EQ(make_index("flat", 3, Metric::l2)->type(), "flat");
   auto ivf = make_index("ivf_flat,nlist=8,nprobe=seed,seed=5", 3, Metric::cosine);

@@ -266,6 +266,13 @@ class Index {
   /// a wrong dimension, or ids that clash are refused before anything is stored.
   virtual void add(const Context& ctx, MatrixView<const float> X, ArrayView<const int64_t> ids = {}) = 0;
 
+  /// Makes room for `rows` rows in all before a base is added in batches: the storage grows once
+  /// instead of by half again at a time, when the old and the new arrays are both held (2.5x the
+  /// rows at the peak, which decides how large a base fits in host memory). Flat's rows and ids;
+  /// the other kinds, whose layout depends on the rows, take it as a hint they may ignore.
+  /// Error(invalid_argument) for rows < 0.
+  virtual void reserve(int64_t rows);
+
   /// Removes the vectors with these ids; ids not stored are ignored. Returns how many were removed.
   virtual int64_t remove(ArrayView<const int64_t> ids) = 0;
 

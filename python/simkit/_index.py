@@ -139,6 +139,17 @@ class Index:
         idv = None if ids is None else A.integer_in(A.host_copy(ids, "ids"), "ids")
         h.add(Xh, idv, _ctx(kw))
 
+    def reserve(self, rows: int) -> None:
+        """Makes room for `rows` rows in all before adding a large base in batches: the storage
+        then grows once instead of by half again at a time (both arrays held while it moves).
+        Flat sizes its rows and ids; other kinds may ignore it. ValueError for rows < 0.
+
+        >>> index = simkit.Index("flat", 128, "l2")
+        >>> index.reserve(100_000_000)
+        >>> for chunk in chunks: index.add(chunk)
+        """
+        self._handle.reserve(int(rows))
+
     def remove(self, ids: Any) -> int:
         """Removes the vectors with these ids (ids not stored are ignored); returns how many."""
         return self._handle.remove(A.integer_in(A.host_copy(ids, "ids"), "ids"))

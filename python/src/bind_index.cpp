@@ -88,6 +88,8 @@ void bind_index(nb::module_& m) {
       .def_prop_ro("memory_bytes", [](const IndexHandle& h) { return h.get()->memory_bytes(); })
       .def_prop_ro("next_id", [](const IndexHandle& h) { return h.get()->next_id(); })
       .def(
+          "reserve", [](const IndexHandle& h, int64_t rows) { h.get()->reserve(rows); }, "rows"_a)
+      .def(
           "train",
           [](const IndexHandle& h, const InArray& X, const Context& base) {
             std::shared_ptr<Index> index = h.get();

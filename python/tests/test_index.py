@@ -29,6 +29,22 @@ def test_flat_equals_knn(rng: np.random.Generator, metric: str) -> None:
     np.testing.assert_array_equal(D, Dk)
 
 
+def test_reserve_then_batches_is_one_add(rng: np.random.Generator) -> None:
+    X = _data(rng, 2003)
+    Q = _data(rng, 31)
+    whole, batched = simkit.Index("flat", 24, "l2"), simkit.Index("flat", 24, "l2")
+    with pytest.raises(ValueError, match="reserve: rows"):
+        batched.reserve(-5)
+    whole.add(X)
+    batched.reserve(len(X))
+    for r in range(0, len(X), 500):
+        batched.add(X[r : r + 500])
+    D, I = whole.search(Q, 10)
+    Db, Ib = batched.search(Q, 10)
+    np.testing.assert_array_equal(I, Ib)
+    np.testing.assert_array_equal(D, Db)
+
+
 @pytest.mark.parametrize("metric", ["sqeuclidean", "cosine", "dot"])
 def test_ivf_flat_all_probes_is_exact_and_fewer_probes_recall(rng: np.random.Generator, metric: str) -> None:
     X = _data(rng)

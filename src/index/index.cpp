@@ -174,6 +174,11 @@ auto parse_saved(const detail::IndexFile& f, Parse parse) {
 
 }  // namespace
 
+void Index::reserve(int64_t rows) {
+  SIMKIT_EXPECTS(rows >= 0 && rows <= (int64_t(1) << 40), invalid_argument, "reserve: rows must be in [0, 2^40], got ",
+                 rows);
+}
+
 IndexSearchResult Index::search(const Context& ctx, MatrixView<const float> Q, int64_t k,
                                 const SearchParams& params) const {
   SIMKIT_EXPECTS(k >= 1, invalid_argument, "search: k must be at least 1, got ", k);

@@ -70,6 +70,13 @@ class FlatIndex final : public Index, public ShardableIndex {
     drop_shards();
   }
 
+  void reserve(int64_t rows) override {
+    Index::reserve(rows);  // the check
+    std::unique_lock lock(mutex_);
+    vectors_.reserve(size_t(rows) * size_t(dim_));
+    row_ids_.reserve(size_t(rows));
+  }
+
   int64_t remove(ArrayView<const int64_t> gone) override {
     check_remove_ids(gone);
     std::unique_lock lock(mutex_);
