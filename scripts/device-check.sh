@@ -29,7 +29,8 @@
 # commit in the table. BENCH_SUITES=python times the Python binding against the same C++ call;
 # BENCH_SUITES=strategies runs the similarity study (STRATEGIES_ARGS: extra arguments) and its peer;
 # BENCH_SUITES=mergesort the merge sort study (MERGESORT_DEVICES, MERGESORT_ARGS); BENCH_SUITES=multi_gpu
-# knn / flat / ivf_flat split over the host's GPUs (bench/multi_gpu/bench_multi_gpu.py, MULTI_GPU_ARGS).
+# knn / flat / ivf_flat / ivf_pq / kmeans split over the host's GPUs (bench/multi_gpu/bench_multi_gpu.py,
+# MULTI_GPU_ARGS; add "--workloads ...,beyond" for the base larger than one GPU).
 #
 # The device machine has CUDA, CMake and PyTorch but no Debian -dev packages; the ones simkit
 # needs (OpenBLAS, CLI11, GoogleTest, the server's libraries) travel packed in .deps/root.tar.xz
@@ -183,7 +184,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
       continue
     fi
     if [ "$suite" = multi_gpu ]; then
-      # knn, flat and ivf_flat split over 1, 2, 4 GPUs of this host (MULTI_GPU_ARGS: extra arguments).
+      # knn, flat, ivf_flat, ivf_pq and kmeans split over 1, 2, 4 GPUs of this host (MULTI_GPU_ARGS: extra arguments).
       log "bench/multi_gpu/bench_multi_gpu.py ($(nvidia-smi -L | wc -l) GPUs)"
       read -ra extra <<<"${MULTI_GPU_ARGS:-}"
       PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 python3 "$root/bench/multi_gpu/bench_multi_gpu.py" \

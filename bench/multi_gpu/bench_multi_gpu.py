@@ -4,6 +4,7 @@ and against PyTorch on one GPU, in one run.
 
     python bench/multi_gpu/bench_multi_gpu.py [--rows 1000000] [--dim 128] [--queries 10000]
         [--gpus 1,2,4] [--nlist 1024] [--nprobe 32] [--repeat 5] [--csv out.csv] [--md out.md]
+        [--workloads knn,flat,ivf_flat,ivf_pq,kmeans,beyond]
 
 Workloads (k = 10, sqeuclidean, base and queries standard normal from --seed):
   knn       simkit.knn on host arrays: each call uploads each GPU's slice of the base (PCIe
@@ -13,6 +14,14 @@ Workloads (k = 10, sqeuclidean, base and queries standard normal from --seed):
             per-GPU top-k.
   ivf_flat  an ivf_flat index (nlist, nprobe) searched the same way: each GPU holds a slice of
             every list.
+  ivf_pq    an ivf_pq index (nlist, --pq-m, --pq-refine) searched the same way: round 1 merges the
+            GPUs' best code estimates, round 2 re-ranks the whole index's best on the host
+            (src/index/ivf/ivf_pq_shards.hpp).
+  beyond    a flat index of --beyond-factor x GPU 0's memory (2.5: it cannot be resident on one
+            GPU), filled in batches after Index.reserve, searched for --beyond-queries queries
+            on GPU 0 alone (the rows stream from host memory at each search: PCIe bounds it)
+            and on the largest GPU count asked (each GPU's slice resident after the first
+            search). Needs that much host memory; skipped with a note otherwise.
   kmeans    simkit.kmeans on --kmeans-rows x dim points, K = --kmeans-k, started from the first K
             rows, --kmeans-iters Lloyd iterations: the time per iteration (one assignment and one
             update), each GPU holding its shard of the points. The check: the labels equal the
@@ -73,6 +82,71 @@ def torch_knn(X: np.ndarray, Q: np.ndarray, k: int, repeat: int) -> Optional[flo
     return seconds
 
 
+def host_memory_available() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def fill_flat(index: "simkit.Index", rows: int, dim: int, seed: int) -> None:
+    """rows x dim standard normal rows added in batches of 2^22, drawn on GPU 0 with PyTorch
+    when it is there (host generation of hundreds of GB would dominate the run), else numpy."""
+    try:
+        import torch
+
+        gen = torch.Generator(device="cuda:0").manual_seed(seed)
+        draw = lambda n: torch.randn(n, dim, device="cuda:0", generator=gen).cpu().numpy()
+    except Exception:
+        rng = np.random.default_rng(seed)
+        draw = lambda n: rng.standard_normal((n, dim), dtype=np.float32)
+    index.reserve(rows)
+    t0, batch = time.perf_counter(), 1 << 22
+    for r in range(0, rows, batch):
+        index.add(draw(min(batch, rows - r)))
+        if (r // batch) % 16 == 15:
+            print(f"  beyond: {r + batch:,} of {rows:,} rows added ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+def beyond_one_gpu(a: argparse.Namespace, g: Dict[str, Any], p: int, rng: np.random.Generator) -> Optional[List[Dict[str, Any]]]:
+    """Exact search of a base --beyond-factor x GPU 0's memory: GPU 0 streaming against p GPUs
+    with their slices resident. Returns the two table rows, or None with a note."""
+    rows = int(a.beyond_factor * g["total_memory"] / (4 * a.dim))
+    need = rows * (4 * a.dim + 8 + 48)  # rows, row ids, the id map's nodes and buckets
+    if p < 2:
+        print("note: beyond needs --gpus with 2 or more: skipped")
+        return None
+    if need > 0.9 * host_memory_available():
+        print(f"note: beyond needs {need / 2**30:.0f} GiB of host memory, {host_memory_available() / 2**30:.0f} GiB "
+              "available: skipped")
+        return None
+    base_gib = rows * a.dim * 4 / 2**30
+    print(f"beyond: {rows:,} x {a.dim} rows = {base_gib:.0f} GiB, {a.beyond_factor} x GPU 0's "
+          f"{g['total_memory'] / 2**30:.0f} GiB", flush=True)
+    index = simkit.Index("flat", a.dim, "sqeuclidean")
+    t0 = time.perf_counter()
+    fill_flat(index, rows, a.dim, a.seed + 7)
+    print(f"  beyond: built in {time.perf_counter() - t0:.0f} s", flush=True)
+    Q = rng.standard_normal((a.beyond_queries, a.dim), dtype=np.float32)
+    t0 = time.perf_counter()
+    D1, I1 = index.search(Q, a.k, device="gpu:0")  # streamed: nothing to warm up, each call the same
+    t1 = time.perf_counter() - t0
+    print(f"  beyond: 1 GPU streaming {t1:.1f} s ({rows * a.dim * 4 / t1 / 1e9:.1f} GB/s of rows)", flush=True)
+    tp, (Dp, Ip) = median_seconds(lambda: index.search(Q, a.k, device=device_for(p)), max(1, a.repeat // 2))
+    same = bool(np.array_equal(I1, Ip) and np.array_equal(D1.view(np.uint32), Dp.view(np.uint32)))
+    print(f"  beyond: {p} GPUs resident {tp:.2f} s: {t1 / tp:.1f}x the streaming GPU, "
+          f"{'identical' if same else 'CHECK FAIL: differs from one GPU'}", flush=True)
+    flops = 2.0 * rows * a.beyond_queries * a.dim
+    label = f"flat beyond one GPU: {rows:,} x {a.dim} ({base_gib:.0f} GiB), {a.beyond_queries:,} queries"
+    return [{"workload": label + ", 1 GPU streaming", "gpus": 1, "seconds": t1, "qps": a.beyond_queries / t1,
+             "scaling": float("nan"), "tflops": flops / t1 / 1e12,
+             "pct_peak": 100 * flops / t1 / 1e12 / g["fp32_tflops"], "same_as_one_gpu": True},
+            {"workload": label + f", {p} GPUs resident ({t1 / tp:.1f}x)", "gpus": p, "seconds": tp,
+             "qps": a.beyond_queries / tp, "scaling": float("nan"), "tflops": flops / tp / 1e12,
+             "pct_peak": 100 * flops / tp / 1e12 / (p * g["fp32_tflops"]), "same_as_one_gpu": same}]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -83,7 +157,11 @@ def main() -> int:
     ap.add_argument("--nlist", type=int, default=1024)
     ap.add_argument("--nprobe", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--workloads", default="knn,flat,ivf_flat,kmeans")
+    ap.add_argument("--workloads", default="knn,flat,ivf_flat,ivf_pq,kmeans")
+    ap.add_argument("--pq-m", type=int, default=32)
+    ap.add_argument("--pq-refine", type=int, default=4)
+    ap.add_argument("--beyond-factor", type=float, default=2.5)
+    ap.add_argument("--beyond-queries", type=int, default=1000)
     ap.add_argument("--kmeans-rows", type=int, default=10_000_000)
     ap.add_argument("--kmeans-k", type=int, default=4096)
     ap.add_argument("--kmeans-iters", type=int, default=5)
@@ -120,10 +198,17 @@ def main() -> int:
         ivf.add(X, device="gpu:0")
         print(f"ivf_flat nlist={a.nlist}: built in {time.perf_counter() - t0:.1f} s")
         indexes["ivf_flat"] = ivf
+    if "ivf_pq" in workloads:
+        pq = simkit.Index(f"ivf_pq,nlist={a.nlist},m={a.pq_m},refine={a.pq_refine}", a.dim, "sqeuclidean")
+        t0 = time.perf_counter()
+        pq.train(X, device="gpu:0")
+        pq.add(X, device="gpu:0")
+        print(f"ivf_pq nlist={a.nlist} m={a.pq_m} refine={a.pq_refine}: built in {time.perf_counter() - t0:.1f} s")
+        indexes["ivf_pq"] = pq
 
     rows: List[Dict[str, Any]] = []
     failed = False
-    for w in [w for w in workloads if w != "kmeans"]:
+    for w in [w for w in workloads if w not in ("kmeans", "beyond")]:
         one: Optional[Tuple[np.ndarray, np.ndarray]] = None
         qps1 = 0.0
         for p in counts:
@@ -133,7 +218,7 @@ def main() -> int:
             elif w == "flat":
                 call = lambda: indexes["flat"].search(Q, a.k, device=dev)
             else:
-                call = lambda: indexes["ivf_flat"].search(Q, a.k, nprobe=a.nprobe, device=dev)
+                call = lambda: indexes[w].search(Q, a.k, nprobe=a.nprobe, device=dev)
             seconds, (D, I) = median_seconds(call, a.repeat)
             qps = a.queries / seconds
             if p == 1:
@@ -142,8 +227,8 @@ def main() -> int:
             failed |= not same
             eff = qps / (p * qps1) if qps1 > 0 else float("nan")
             row = {"workload": w, "gpus": p, "seconds": seconds, "qps": qps, "scaling": eff,
-                   "tflops": flops / seconds / 1e12 if w != "ivf_flat" else float("nan"),
-                   "pct_peak": 100 * flops / seconds / 1e12 / (p * g["fp32_tflops"]) if w != "ivf_flat" else float("nan"),
+                   "tflops": flops / seconds / 1e12 if not w.startswith("ivf") else float("nan"),
+                   "pct_peak": 100 * flops / seconds / 1e12 / (p * g["fp32_tflops"]) if not w.startswith("ivf") else float("nan"),
                    "same_as_one_gpu": same}
             rows.append(row)
             print(f"{w:9s} {p} GPU: {seconds * 1e3:9.1f} ms  {qps:12,.0f} q/s  scaling {eff:5.2f}  "
@@ -166,6 +251,11 @@ def main() -> int:
                          "tflops": float("nan"), "pct_peak": float("nan"), "same_as_one_gpu": agree == 1.0})
             print(f"kmeans    {p} GPU: {per_iter * 1e3:9.1f} ms per iteration  scaling {eff:5.2f}  "
                   f"labels agree with one GPU: {100 * agree:.4f}%", flush=True)
+    if "beyond" in workloads:
+        r = beyond_one_gpu(a, g, max(counts), rng)
+        if r is not None:
+            rows.extend(r)
+            failed |= not all(x["same_as_one_gpu"] for x in r)
     if "knn" in workloads:
         t = torch_knn(X, Q, a.k, a.repeat)
         if t is not None:

@@ -37,6 +37,8 @@ class IdMap {
   /// reset() with id i at slot i.
   void reset(const std::vector<int64_t>& ids, int64_t next, const std::string& file);
   void clear();
+  /// Room for n ids in all (Index::reserve): no rehash while they are added.
+  void reserve(int64_t n) { slots_.reserve(static_cast<size_t>(n)); }
 
   int64_t size() const noexcept { return static_cast<int64_t>(slots_.size()); }
   int64_t next() const noexcept { return next_; }
