@@ -49,6 +49,9 @@ TEST(Shards, KnnOverShardsIsTheOneDeviceAnswer) {
       for (int64_t k : {1, 10, 300}) expect_split_knn(cpu_context(), s.split, Q, X, k, metric, "random");
       const Matrix<float> T = tied_rows(203, 6, seed + 2), TQ = tied_rows(11, 6, seed + 3);
       for (int64_t k : {1, 7, 203}) expect_split_knn(cpu_context(), s.split, TQ, T, k, metric, "ties");
+      // Values that tie in float32 where the float64 keys differ: the merge must fall back to them.
+      const Matrix<float> C = crowded_rows(401, 12, seed + 4), CQ = crowded_rows(9, 12, seed + 5);
+      expect_split_knn(cpu_context(), s.split, CQ, C, 10, metric, "crowded");
     }
   }
 }

@@ -24,11 +24,8 @@ void knn_over_shards(const std::vector<Context>& shards, MatrixView<const float>
     knn(shards[size_t(s)], Q, slice, ks, metric, part.values.view(), part.ids.view(), method);
     for (int64_t i = 0; i < part.ids.size(); ++i) part.ids.data()[i] += r.first;
   });
-  const MetricPlan plan = plan_metric(metric);
-  for (ShardTopK& part : parts)
-    fill_ranking_keys(
-        plan, Q, [&](int64_t id) { return X.row(id); }, part, threads);
-  merge_shard_topk(parts, Q.rows, k, 0.0f, values, ids, threads);
+  merge_shard_results(
+      plan_metric(metric), Q, [&](int64_t id) { return X.row(id); }, parts, k, 0.0f, values, ids, threads);
 }
 
 }  // namespace simkit::detail

@@ -7,8 +7,9 @@
 // k lie in the union of the shards' lists, and a merge by (key, id) picks them in the order one
 // search over the whole base gives, with the values that search gave. The float32 values alone
 // would not do: two pairs whose float64 keys differ can round to the same value, and one search
-// over the whole base orders them by key, not by id. The merge is a balanced tree of pairwise
-// stable merges (merge path's serial merge, core/merge_path.hpp), cut at k.
+// over the whole base orders them by key, not by id -- which is why merge_shard_results falls
+// back to the keys wherever values tie. The merge is a balanced tree of pairwise stable merges
+// (merge path's serial merge, core/merge_path.hpp), cut at k.
 
 #include <cstdint>
 #include <functional>
@@ -25,17 +26,13 @@ namespace simkit::detail {
 double ranking_key(const MetricPlan& plan, const float* q, const float* x, int64_t d, float value);
 
 /// One shard's result: m rows of `width` (<= k) entries, each row in (key, id) order, host
-/// memory. Padded entries (id -1) come last in a row; their keys are ignored.
+/// memory. Padded entries (id -1) come last in a row; their keys are ignored. `keys` is read by
+/// merge_shard_topk only.
 struct ShardTopK {
   std::vector<double> keys;  // m x width
   Matrix<float> values;      // m x width
   Matrix<int64_t> ids;       // m x width
 };
-
-/// Fills keys from the values and ids with ranking_key: row(id) gives the stored vector of a
-/// (non-padded) id. Parallel over queries (OpenMP, `threads` >= 1: cpu_threads(ctx)).
-template <class RowOf>
-void fill_ranking_keys(const MetricPlan& plan, MatrixView<const float> Q, RowOf row_of, ShardTopK& s, int threads);
 
 /// The best k of the shards' lists for each of the m queries, by (key, id), written to values
 /// and ids (host, m x k); slots no shard filled get id -1 and `pad_value`. Ids must not repeat
@@ -43,22 +40,19 @@ void fill_ranking_keys(const MetricPlan& plan, MatrixView<const float> Q, RowOf 
 void merge_shard_topk(const std::vector<ShardTopK>& shards, int64_t m, int64_t k, float pad_value,
                       MatrixView<float> values, MatrixView<int64_t> ids, int threads);
 
-// ------------------------------------------------------------------ implementation
+/// The same for lists ranked by knn's rule, without their keys: a value is its float64 key
+/// mapped by a monotone function and rounded, so ordering by value is ordering by key except
+/// among equal values. The lists are merged by (value, id); only runs of equal values that
+/// reach the first k get their keys (ranking_key, from row_of(id), the stored row of an id)
+/// and are re-sorted by (key, id). On spread-out data that is almost no key at all: the merge
+/// costs what the lists' lengths do, where recomputing every key cost more than a GPU's share
+/// of a 1M-row search (an id lookup and a float64 product per entry).
+void merge_shard_results(const MetricPlan& plan, MatrixView<const float> Q,
+                         const std::function<const float*(int64_t)>& row_of, const std::vector<ShardTopK>& shards,
+                         int64_t k, float pad_value, MatrixView<float> values, MatrixView<int64_t> ids, int threads);
 
 /// body(i) for i in [0, m) on `threads` OpenMP threads; defined in shard_merge.cpp so
 /// that callers compiled without OpenMP still run it in parallel.
 void parallel_rows(int64_t m, int threads, const std::function<void(int64_t)>& body);
-
-template <class RowOf>
-void fill_ranking_keys(const MetricPlan& plan, MatrixView<const float> Q, RowOf row_of, ShardTopK& s, int threads) {
-  const int64_t w = s.ids.cols(), d = Q.cols;
-  s.keys.assign(size_t(Q.rows * w), 0.0);
-  parallel_rows(Q.rows, threads, [&](int64_t i) {
-    for (int64_t j = 0; j < w; ++j) {
-      const int64_t id = s.ids(i, j);
-      if (id >= 0) s.keys[size_t(i * w + j)] = ranking_key(plan, Q.row(i), row_of(id), d, s.values(i, j));
-    }
-  });
-}
 
 }  // namespace simkit::detail

@@ -218,11 +218,9 @@ class FlatIndex final : public Index, public ShardableIndex {
       if (on) rows.rows = MatrixView<const float>{on->view().data, r.rows, dim_, Memory::device};
       search_rows(shards[size_t(s)], Q, ks, metric_, rows, part.values.view(), part.ids.view());
     });
-    const MetricPlan plan = plan_metric(metric_);
-    const int threads = cpu_threads(shards[0]);
-    const auto row_of = [&](int64_t id) { return vectors_.data() + *ids_.find(id) * dim_; };
-    for (ShardTopK& part : parts) fill_ranking_keys(plan, Q, row_of, part, threads);
-    merge_shard_topk(parts, Q.rows, k, worst_value(metric_), values, ids, threads);
+    const auto row_of = [&](int64_t id) -> const float* { return vectors_.data() + *ids_.find(id) * dim_; };
+    merge_shard_results(plan_metric(metric_), Q, row_of, parts, k, worst_value(metric_), values, ids,
+                        cpu_threads(shards[0]));
     if (stats) {
       stats->candidates += Q.rows * n;
       if (n < k) stats->short_rows += Q.rows;

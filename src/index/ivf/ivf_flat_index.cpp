@@ -137,12 +137,10 @@ class IvfFlatIndex final : public IvfIndexBase {
       const Context& on = shards[size_t(s)];
       on.device == Device::gpu ? cuda::ivf_flat_search(on, args) : cpu::ivf_flat_search(on, args);
     });
-    const int threads = cpu_threads(shards[0]);
-    const auto row_of = [&](int64_t id) {
+    const auto row_of = [&](int64_t id) -> const float* {
       return lists_.vectors.data() + lists_.arena.find(*ids_.find(id), id) * lists_.dim;
     };
-    for (ShardTopK& part : parts) fill_ranking_keys(lists_.plan, Q, row_of, part, threads);
-    merge_shard_topk(parts, Q.rows, k, worst_value(metric_), values, ids, threads);
+    merge_shard_results(lists_.plan, Q, row_of, parts, k, worst_value(metric_), values, ids, cpu_threads(shards[0]));
   }
 
   IvfCore& core() noexcept override { return lists_; }
