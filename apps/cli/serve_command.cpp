@@ -158,7 +158,15 @@ server::ServeOptions serve_options(const Flags& f) {
   s.host = f.host;
   s.port = static_cast<uint16_t>(f.port);
   s.api_key = f.api_key;
-  s.device = parse_device(f.run.device);
+  // gpu:1, gpu:0,1 and gpu:all as every command takes them; under mpirun a GPU per local rank.
+#if defined(SIMKIT_CLI_MPI)
+  const Context ctx = launched_by_mpi() ? rank_context(f.run) : make_context(f.run);
+#else
+  const Context ctx = make_context(f.run);
+#endif
+  s.device = ctx.device;
+  s.gpu_id = ctx.gpu_id;
+  s.gpu_ids = ctx.gpu_ids;
   s.threads = f.run.threads;
   s.io_threads = f.io_threads;
   s.limits.max_batch = f.max_batch;

@@ -147,6 +147,8 @@ class Shutdown {
 ApiSettings serve_api_settings(const ServeOptions& o) {
   Context ctx;
   ctx.device = o.device;
+  ctx.gpu_id = o.gpu_id;
+  ctx.gpu_ids = o.gpu_ids;
   ctx.threads = o.threads;
   ctx.device = resolve_device(ctx);  // decided once: every search and build of this process runs there
   BatcherLimits batching = o.limits;

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <simkit/context.hpp>
 
@@ -48,8 +49,10 @@ struct ServeOptions {
   uint16_t port = 6333;
   std::string api_key;
   Device device = Device::automatic;
-  int threads = 0;     // compute threads for CPU searches; 0: all
-  int io_threads = 0;  // HTTP threads; 0: min(8, hardware threads)
+  int gpu_id = 0;
+  std::vector<int> gpu_ids;  // two or more: searches split over these GPUs (Context::gpu_ids)
+  int threads = 0;           // compute threads for CPU searches; 0: all
+  int io_threads = 0;        // HTTP threads; 0: min(8, hardware threads)
   BatcherLimits limits;
   std::chrono::milliseconds timeout{10000};
   size_t max_body_bytes = 32u << 20;

@@ -81,6 +81,9 @@ bad "knn: bad metric"             "metric 'euclid'"          -- K --base base.fv
 bad "knn: bad device"             "device 'tpu'"             -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device tpu
 bad "knn: bad gpu list"           "gpu:0,1,... or gpu:all"   -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device gpu:0,x
 bad "knn: repeated gpu"           "names GPU 1 twice"        -- K --base base.fvecs --queries q.fvecs -k 3 --metric l2 --ids out.ivecs --device gpu:1,1
+# serve and bench take the same device names (a list splits their searches over the GPUs).
+bad "serve: repeated gpu"         "names GPU 0 twice"        -- "$simkit" serve --data-dir served --port 0 --device gpu:0,0
+bad "bench: bad gpu list"         "gpu:0,1,... or gpu:all"   -- "$simkit" bench knn --device gpu:0,x
 # A newline or an escape sequence in an argument is shown escaped, on the one line.
 bad "knn: metric with a newline"  "metric 'l2\\\\n\\\\x1b\\[2J'" -- K --base base.fvecs --queries q.fvecs -k 3 --metric $'l2\n\e[2J' --ids out.ivecs
 bad "knn: path with an escape"    "'q\\\\x1b\\[31m\\.fvecs'" -- K --base base.fvecs --queries $'q\e[31m.fvecs' -k 3 --metric l2 --ids out.ivecs
