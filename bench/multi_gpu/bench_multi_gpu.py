@@ -199,20 +199,16 @@ def main() -> int:
     if "flat" in workloads:
         indexes["flat"] = simkit.Index("flat", a.dim, "sqeuclidean")
         indexes["flat"].add(X, device="cpu")
-    if "ivf_flat" in workloads:
-        ivf = simkit.Index(f"ivf_flat,nlist={a.nlist}", a.dim, "sqeuclidean")
-        t0 = time.perf_counter()
-        ivf.train(B[: a.ivf_rows], device="gpu:0")
-        ivf.add(B[: a.ivf_rows], device="gpu:0")
-        print(f"ivf_flat nlist={a.nlist}: built in {time.perf_counter() - t0:.1f} s")
-        indexes["ivf_flat"] = ivf
-    if "ivf_pq" in workloads:
-        pq = simkit.Index(f"ivf_pq,nlist={a.nlist},m={a.pq_m},refine={a.pq_refine}", a.dim, "sqeuclidean")
-        t0 = time.perf_counter()
-        pq.train(B[: a.ivf_rows], device="gpu:0")
-        pq.add(B[: a.ivf_rows], device="gpu:0")
-        print(f"ivf_pq nlist={a.nlist} m={a.pq_m} refine={a.pq_refine}: built in {time.perf_counter() - t0:.1f} s")
-        indexes["ivf_pq"] = pq
+    inverted = {"ivf_flat": f"ivf_flat,nlist={a.nlist}",
+                "ivf_pq": f"ivf_pq,nlist={a.nlist},m={a.pq_m},refine={a.pq_refine}"}
+    for w, description in inverted.items():
+        if w in workloads:
+            index = simkit.Index(description, a.dim, "sqeuclidean")
+            t0 = time.perf_counter()
+            index.train(B[: a.ivf_rows], device="gpu:0")
+            index.add(B[: a.ivf_rows], device="gpu:0")
+            print(f"{description}: built in {time.perf_counter() - t0:.1f} s")
+            indexes[w] = index
 
     rows: List[Dict[str, Any]] = []
     failed = False
