@@ -34,18 +34,42 @@ std::vector<int64_t> IdMap::assign(ArrayView<const int64_t> given, int64_t n) co
   return ids;
 }
 
+void IdMap::spill(int64_t from) {
+  for (int64_t id = from; id < dense_; ++id) slots_.emplace(id, id);
+  dense_ = std::min(dense_, from);
+}
+
 void IdMap::set(int64_t id, int64_t slot) {
-  slots_.insert_or_assign(id, slot);
   next_ = std::max(next_, id + 1);
+  if (id < dense_) {
+    if (slot == id) return;
+    spill(id);
+  }
+  if (id == dense_ && slot == id) {  // extends the range, with any identity entries just above it
+    slots_.erase(id);
+    ++dense_;
+    for (auto it = slots_.find(dense_); it != slots_.end() && it->second == dense_; it = slots_.find(dense_)) {
+      slots_.erase(it);
+      ++dense_;
+    }
+    return;
+  }
+  slots_.insert_or_assign(id, slot);
 }
 
 std::optional<int64_t> IdMap::find(int64_t id) const {
+  if (id >= 0 && id < dense_) return id;
   const auto it = slots_.find(id);
   if (it == slots_.end()) return std::nullopt;
   return it->second;
 }
 
 std::optional<int64_t> IdMap::erase(int64_t id) {
+  if (id >= 0 && id < dense_) {
+    spill(id + 1);
+    dense_ = id;
+    return id;
+  }
   const auto it = slots_.find(id);
   if (it == slots_.end()) return std::nullopt;
   const int64_t slot = it->second;
@@ -76,15 +100,20 @@ void IdMap::reset(const std::vector<int64_t>& ids, const std::vector<int64_t>& s
     throw Error(ErrorCode::io, "not a usable simkit index file: " + quoted_path(file) + ": " + why);
   };
   slots_.clear();
-  slots_.reserve(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
+  size_t p = 0;  // the identity prefix is the range
+  while (p < ids.size() && ids[p] == int64_t(p) && slots[p] == int64_t(p) && int64_t(p) < next) ++p;
+  dense_ = int64_t(p);
+  slots_.reserve(ids.size() - p);
+  for (size_t i = p; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= next) refuse("ids out of range");
-    if (!slots_.emplace(ids[i], slots[i]).second) refuse("id " + std::to_string(ids[i]) + " is stored twice");
+    if (ids[i] < dense_ || !slots_.emplace(ids[i], slots[i]).second)
+      refuse("id " + std::to_string(ids[i]) + " is stored twice");
   }
   next_ = next;
 }
 
 void IdMap::clear() {
+  dense_ = 0;
   slots_.clear();
   next_ = 0;
 }

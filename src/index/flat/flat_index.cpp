@@ -75,7 +75,6 @@ class FlatIndex final : public Index, public ShardableIndex {
     std::unique_lock lock(mutex_);
     vectors_.reserve(size_t(rows) * size_t(dim_));
     row_ids_.reserve(size_t(rows));
-    ids_.reserve(rows);
   }
 
   int64_t remove(ArrayView<const int64_t> gone) override {
