@@ -4,8 +4,13 @@
 // must be the one-device one, bit for bit. test_gpu_shards.cpp runs the same checks on GPUs.
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <simkit/context.hpp>
@@ -142,6 +147,56 @@ TEST(Shards, KmeansOverShards) {
         EXPECT_NEAR(split.inertia, one.inertia, 1e-12 * one.inertia) << what;
       }
     }
+}
+
+TEST(Shards, RunOnShardsRunsEveryShardConcurrentlyAndReusesItsThreads) {
+  // Every shard runs, at the same time (each waits until all have started), shard 0 on the
+  // caller's thread; the other threads are the same ones call after call.
+  std::set<std::thread::id> seen;
+  std::vector<int> runs_on_thread(4);
+  for (int call = 0; call < 20; ++call) {
+    std::atomic<int> started{0};
+    std::vector<std::thread::id> where(4);
+    detail::run_on_shards(4, [&](int64_t s) {
+      thread_local int runs = 0;  // a fresh thread per call would start at 0 every time
+      runs_on_thread[size_t(s)] = ++runs;
+      where[size_t(s)] = std::this_thread::get_id();
+      ++started;
+      while (started.load() < 4) std::this_thread::yield();
+    });
+    EXPECT_EQ(where[0], std::this_thread::get_id());
+    EXPECT_EQ(std::set<std::thread::id>(where.begin(), where.end()).size(), 4u);
+    seen.insert(where.begin() + 1, where.end());
+  }
+  EXPECT_EQ(seen.size(), 3u) << "the worker threads are made once, not per call";
+  for (int runs : runs_on_thread) EXPECT_GT(runs, 1);
+
+  // Two callers at once get distinct workers; the pool grows to what they need together.
+  std::atomic<int> both{0};
+  const auto caller = [&] {
+    detail::run_on_shards(3, [&](int64_t) {
+      ++both;
+      while (both.load() < 6) std::this_thread::yield();
+    });
+  };
+  std::thread other(caller);
+  caller();
+  other.join();
+  EXPECT_EQ(both.load(), 6);
+
+  // The lowest failing shard's exception, after every shard has finished.
+  std::atomic<int> ran{0};
+  try {
+    detail::run_on_shards(5, [&](int64_t s) {
+      ++ran;
+      if (s == 2 || s == 4) throw std::runtime_error("shard " + std::to_string(s));
+    });
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "shard 2");
+  }
+  EXPECT_EQ(ran.load(), 5);
+  detail::run_on_shards(0, [&](int64_t) { ADD_FAILURE() << "no shard to run"; });
 }
 
 TEST(Shards, DeviceNames) {

@@ -37,8 +37,9 @@ struct RowRange {
 };
 RowRange shard_rows(int64_t n, int64_t shards, int64_t s);
 
-/// task(s) for every shard on its own host thread, joined before returning; the exception of
-/// the lowest failing shard is rethrown.
+/// task(s) for every shard concurrently, all done before returning: shard 0 on the caller's
+/// thread, the others on worker threads kept for the process (their OpenMP teams with them).
+/// The exception of the lowest failing shard is rethrown.
 void run_on_shards(int64_t shards, const std::function<void(int64_t)>& task);
 
 /// simkit::knn split over `shards` (one Context each, from gpu_shard_contexts, or CPU contexts in
