@@ -3,6 +3,7 @@
 // GPUs) check: a split search gives the one-device answer, bit for bit, on awkward inputs.
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -68,6 +69,15 @@ inline void expect_split_knn(const Context& one, const Context& split, const Mat
   expect_split_answer(a.values, a.ids, b.values, b.ids, Q, X, nullptr, metric,
                       what + " " + to_string(metric) + " k=" + std::to_string(k));
 }
+
+/// The inverted files' split over GPUs (ivf_core.hpp's gpu_split) forced to `mode`, "rows" or
+/// "queries", while one lives (SIMKIT_GPU_SPLIT).
+struct ForcedSplit {
+  explicit ForcedSplit(const char* mode) { setenv("SIMKIT_GPU_SPLIT", mode, 1); }
+  ~ForcedSplit() { unsetenv("SIMKIT_GPU_SPLIT"); }
+  ForcedSplit(const ForcedSplit&) = delete;
+  ForcedSplit& operator=(const ForcedSplit&) = delete;
+};
 
 /// An index of `description` built once, searched on `one` and on `split` for every k and set of
 /// parameters, before and after writes that leave its rows out of id order (removals, then

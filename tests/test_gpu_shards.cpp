@@ -29,6 +29,10 @@ std::vector<std::vector<int>> splits() {
   return out;
 }
 
+// A small index fits every GPU, where the inverted files split the queries (gpu_split): the
+// split by rows, for indexes larger than one GPU, is forced too.
+constexpr const char* kSplits[] = {"queries", "rows"};
+
 Context split_context(const std::vector<int>& ids) {
   Context c = gpu_context();
   c.gpu_ids = ids;
@@ -59,8 +63,12 @@ TEST(GpuShards, FlatAndIvfFlatOverGpus) {
       expect_split_index(gpu_context(), split_context(ids), "flat", metric, X, Q, {1, 10}, {&plain});
       IvfSearchParams two, all;
       two.nprobe = 2, all.nprobe = 32;
-      expect_split_index(gpu_context(), split_context(ids), "ivf_flat,nlist=32,seed=1", metric, X, Q, {1, 10},
-                         {&two, &all});
+      for (const char* mode : kSplits) {
+        SCOPED_TRACE(mode);
+        const ForcedSplit forced(mode);
+        expect_split_index(gpu_context(), split_context(ids), "ivf_flat,nlist=32,seed=1", metric, X, Q, {1, 10},
+                           {&two, &all});
+      }
     }
 }
 
@@ -69,18 +77,21 @@ TEST(GpuShards, IvfPqOverGpus) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("SIMKIT_TEST_SEED=" + std::to_string(seed));
   for (const auto& ids : splits())
-    for (Metric metric : kMetrics) {
-      const Matrix<float> X = inputs_for(metric, 3000, 32, seed), Q = inputs_for(metric, 61, 32, seed + 1);
-      IvfPqSearchParams two, all, deeper;
-      two.nprobe = 2, all.nprobe = 32, deeper.nprobe = 4, deeper.refine = 12;
-      expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=4,seed=1", metric, X, Q,
-                         {1, 10}, {&two, &all, &deeper});
-      expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=0,seed=1", metric, X, Q,
-                         {1, 10}, {&two, &all});
-      // The re-rank on the host (refine_on=host): the same rule, the same answer.
-      expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=4,refine_on=host,seed=1",
-                         metric, X, Q, {10}, {&two});
-    }
+    for (const char* mode : kSplits)
+      for (Metric metric : kMetrics) {
+        SCOPED_TRACE(mode);
+        const ForcedSplit forced(mode);
+        const Matrix<float> X = inputs_for(metric, 3000, 32, seed), Q = inputs_for(metric, 61, 32, seed + 1);
+        IvfPqSearchParams two, all, deeper;
+        two.nprobe = 2, all.nprobe = 32, deeper.nprobe = 4, deeper.refine = 12;
+        expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=4,seed=1", metric, X, Q,
+                           {1, 10}, {&two, &all, &deeper});
+        expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=0,seed=1", metric, X, Q,
+                           {1, 10}, {&two, &all});
+        // The re-rank on the host (refine_on=host): the same rule, the same answer.
+        expect_split_index(gpu_context(), split_context(ids), "ivf_pq,nlist=32,m=8,refine=4,refine_on=host,seed=1",
+                           metric, X, Q, {10}, {&two});
+      }
 }
 
 TEST(GpuShards, KmeansOverGpus) {

@@ -37,6 +37,8 @@ struct CpuSplit {
   Context split;
 };
 
+constexpr const char* kSplits[] = {"rows", "queries"};
+
 /// 100 + 1e-5 x gaussian in every coordinate.
 Matrix<float> crowded_rows(int64_t rows, int64_t d, uint64_t seed) {
   Matrix<float> X = random_matrix(rows, d, seed, Distribution::gaussian);
@@ -85,12 +87,19 @@ TEST(Shards, IvfFlatIndexOverShards) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("SIMKIT_TEST_SEED=" + std::to_string(seed));
   const CpuSplit s(3);
-  for (Metric metric : kMetrics) {
-    const Matrix<float> X = inputs_for(metric, 700, 12, seed), Q = inputs_for(metric, 29, 12, seed + 1);
-    IvfSearchParams one, three, all;
-    one.nprobe = 1, three.nprobe = 3, all.nprobe = 16;
-    expect_split_index(cpu_context(), s.split, "ivf_flat,nlist=16,seed=5", metric, X, Q, {1, 10, 100},
-                       {&one, &three, &all});
+  for (const char* mode : kSplits) {
+    SCOPED_TRACE(mode);
+    const ForcedSplit forced(mode);
+    for (Metric metric : kMetrics) {
+      const Matrix<float> X = inputs_for(metric, 700, 12, seed), Q = inputs_for(metric, 29, 12, seed + 1);
+      IvfSearchParams one, three, all;
+      one.nprobe = 1, three.nprobe = 3, all.nprobe = 16;
+      expect_split_index(cpu_context(), s.split, "ivf_flat,nlist=16,seed=5", metric, X, Q, {1, 10, 100},
+                         {&one, &three, &all});
+      // Fewer queries than shards: a shard with no slice of them.
+      expect_split_index(cpu_context(), s.split, "ivf_flat,nlist=16,seed=5", metric, X,
+                         inputs_for(metric, 2, 12, seed + 2), {10}, {&three});
+    }
   }
 }
 
@@ -99,22 +108,25 @@ TEST(Shards, IvfPqIndexOverShards) {
   // rule to the merged estimates), for every metric and nprobe from one list to all.
   const uint64_t seed = test_seed();
   SCOPED_TRACE("SIMKIT_TEST_SEED=" + std::to_string(seed));
-  for (int shards : {2, 3}) {
-    const CpuSplit s(shards);
-    for (Metric metric : kMetrics) {
-      const Matrix<float> X = inputs_for(metric, 700, 12, seed), Q = inputs_for(metric, 29, 12, seed + 1);
-      IvfPqSearchParams one, three, all, deeper;
-      one.nprobe = 1, three.nprobe = 3, all.nprobe = 16, deeper.nprobe = 3, deeper.refine = 9;
-      expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=16,m=4,refine=4,seed=5", metric, X, Q, {1, 10, 100},
-                         {&one, &three, &all, &deeper});
-      expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=16,m=3,refine=0,seed=5", metric, X, Q, {1, 10},
-                         {&one, &all});
-      // Rows crowded within float32's resolution of each other: the shortlist's float32 keys
-      // tie where the float64 keys do not, so its cut decides which rows are ranked.
-      const Matrix<float> C = crowded_rows(600, 12, seed + 2), CQ = crowded_rows(17, 12, seed + 3);
-      expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=8,m=4,refine=4,seed=5", metric, C, CQ, {10}, {&all});
+  for (int shards : {2, 3})
+    for (const char* mode : kSplits) {
+      SCOPED_TRACE(mode);
+      const ForcedSplit forced(mode);
+      const CpuSplit s(shards);
+      for (Metric metric : kMetrics) {
+        const Matrix<float> X = inputs_for(metric, 700, 12, seed), Q = inputs_for(metric, 29, 12, seed + 1);
+        IvfPqSearchParams one, three, all, deeper;
+        one.nprobe = 1, three.nprobe = 3, all.nprobe = 16, deeper.nprobe = 3, deeper.refine = 9;
+        expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=16,m=4,refine=4,seed=5", metric, X, Q, {1, 10, 100},
+                           {&one, &three, &all, &deeper});
+        expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=16,m=3,refine=0,seed=5", metric, X, Q, {1, 10},
+                           {&one, &all});
+        // Rows crowded within float32's resolution of each other: the shortlist's float32 keys
+        // tie where the float64 keys do not, so its cut decides which rows are ranked.
+        const Matrix<float> C = crowded_rows(600, 12, seed + 2), CQ = crowded_rows(17, 12, seed + 3);
+        expect_split_index(cpu_context(), s.split, "ivf_pq,nlist=8,m=4,refine=4,seed=5", metric, C, CQ, {10}, {&all});
+      }
     }
-  }
 }
 
 TEST(Shards, KmeansOverShards) {

@@ -154,4 +154,13 @@ void run_on_shards(int64_t shards, const std::function<void(int64_t)>& task) {
     if (e) std::rethrow_exception(e);
 }
 
+void run_on_query_slices(const std::vector<Context>& shards, int64_t queries,
+                         const std::function<void(const Context&, RowRange)>& search) {
+  const int64_t P = int64_t(shards.size());
+  run_on_shards(P, [&](int64_t s) {
+    const RowRange r = shard_rows(queries, P, s);
+    if (r.rows > 0) search(shards[size_t(s)], r);
+  });
+}
+
 }  // namespace simkit::detail

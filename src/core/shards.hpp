@@ -37,10 +37,22 @@ struct RowRange {
 };
 RowRange shard_rows(int64_t n, int64_t shards, int64_t s);
 
+/// Rows r of m (host views).
+template <class T>
+MatrixView<T> view_rows(MatrixView<T> m, RowRange r) {
+  return {m.data + r.first * m.cols, r.rows, m.cols, m.where};
+}
+
 /// task(s) for every shard concurrently, all done before returning: shard 0 on the caller's
 /// thread, the others on worker threads kept for the process (their OpenMP teams with them).
 /// The exception of the lowest failing shard is rethrown.
 void run_on_shards(int64_t shards, const std::function<void(int64_t)>& task);
+
+/// search(shards[s], r) for every shard concurrently (run_on_shards), r = shard_rows(queries,
+/// P, s): replicas of one index, each answering a contiguous slice of the queries; the slices'
+/// answers need no merge.
+void run_on_query_slices(const std::vector<Context>& shards, int64_t queries,
+                         const std::function<void(const Context&, RowRange)>& search);
 
 /// simkit::knn split over `shards` (one Context each, from gpu_shard_contexts, or CPU contexts in
 /// the tests): the rows of X cut by shard_rows, each slice searched on its context concurrently,

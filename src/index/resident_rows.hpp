@@ -37,9 +37,12 @@ class ResidentRows {
   /// 80 GB; a base beyond it streams in tiles with PCIe bounding the search instead.
   static constexpr double kResidentShare = 0.75;
 
+  /// Whether a copy of `bytes` fits within kResidentShare of GPU `gpu`'s free memory plus `held`
+  /// (what an old copy that it replaces holds there).
+  static bool fits(int gpu, size_t bytes, size_t held);
+
  private:
   void drop_locked() const;
-  static bool fits(int gpu, size_t bytes, size_t held);
   void upload(const Context& ctx, MatrixView<const float> host, int64_t first, int64_t count) const;
 
   mutable std::mutex mutex_;

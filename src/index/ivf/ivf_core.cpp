@@ -1,14 +1,38 @@
 #include "index/ivf/ivf_core.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include <simkit/index.hpp>
 #include <simkit/knn.hpp>
 
 #include "core/expects.hpp"
 #include "core/sample_rows.hpp"
+#include "index/resident_rows.hpp"
 
 namespace simkit::detail {
+
+GpuSplit gpu_split(const IvfCore& core, const std::vector<Context>& shards, size_t device_bytes) {
+  if (const char* forced = std::getenv("SIMKIT_GPU_SPLIT")) {
+    if (std::strcmp(forced, "queries") == 0) return GpuSplit::queries;
+    if (std::strcmp(forced, "rows") == 0) return GpuSplit::rows;
+  }
+  std::vector<int> gpus;
+  for (const Context& c : shards) gpus.push_back(c.gpu_id);
+  std::lock_guard g(core.device_mutex);
+  if (core.split_gpus != gpus) {
+    // A GPU that holds this index's copy already counts its memory as free.
+    const auto fits = [&](const Context& c) {
+      if (c.device != Device::gpu) return false;
+      const auto held = core.device.find(c.gpu_id);
+      return ResidentRows::fits(c.gpu_id, device_bytes, held != core.device.end() && held->second ? device_bytes : 0);
+    };
+    core.split = std::all_of(shards.begin(), shards.end(), fits) ? GpuSplit::queries : GpuSplit::rows;
+    core.split_gpus = gpus;
+  }
+  return core.split;
+}
 
 Metric coarse_metric(Metric m) {
   switch (m) {

@@ -5,6 +5,7 @@
 // stores; IvfIndexBase (ivf_index_base.hpp) trains, adds and removes through it once for both.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -24,6 +25,12 @@ class IvfDeviceLists {
   virtual ~IvfDeviceLists() = default;
 };
 
+/// How a multi-GPU search uses its GPUs (gpu_split).
+enum class GpuSplit {
+  queries,  // replicas: each GPU holds the whole index and answers a slice of the queries
+  rows,     // each GPU holds a slice of every list and sees every query; the lists are merged
+};
+
 struct IvfCore {
   int64_t dim = 0;
   int64_t nlist = 0;
@@ -36,16 +43,21 @@ struct IvfCore {
   int64_t size() const noexcept { return arena.size(); }
   MatrixView<const float> centroid_rows() const noexcept { return {centroids.data(), nlist, dim}; }
 
-  /// The device copy, made by a GPU searcher on first use and dropped by every change.
+  /// The device copies, one per GPU searched (by id), made by a GPU searcher on first use and
+  /// dropped by every change.
   mutable std::mutex device_mutex;
-  mutable std::shared_ptr<IvfDeviceLists> device;
+  mutable std::map<int, std::shared_ptr<IvfDeviceLists>> device;
   /// A multi-GPU search's shards (each a slice of every list with its own device copy), made
   /// on first use under device_mutex and dropped with the device copy.
   mutable std::shared_ptr<IvfDeviceLists> shards;
+  /// gpu_split's choice for the GPUs it names, until the next change.
+  mutable std::vector<int> split_gpus;
+  mutable GpuSplit split = GpuSplit::rows;
   void drop_device_copy() const {
     std::lock_guard g(device_mutex);
-    device.reset();
+    device.clear();
     shards.reset();
+    split_gpus.clear();
   }
 };
 
@@ -70,6 +82,16 @@ std::shared_ptr<const SplitLists<Lists>> split_over(const Lists& whole, int64_t 
   }
   return have;
 }
+
+/// The split of a search over `shards` (gpu_shard_contexts): by queries while a device copy of
+/// `device_bytes` fits within ResidentRows::kResidentShare of every shard GPU's free memory, by
+/// rows otherwise -- the way to search an index larger than one GPU. A split by rows pays, on
+/// every GPU, the probe of every query and a top-k per probed list, none of which shrinks with
+/// the GPU count (two H200s, 10M x 128 rows, nlist 4,096, nprobe 64, 10k queries: 42.8 ms on
+/// one, 39.0 ms on two); replicas need no merge. SIMKIT_GPU_SPLIT=queries or rows forces one
+/// (the measurement switch; the tests use it with CPU shard contexts). Chosen once per index
+/// version and set of GPUs.
+GpuSplit gpu_split(const IvfCore& core, const std::vector<Context>& shards, size_t device_bytes);
 
 /// How rows and queries meet the centroids, per metric: by cosine for cosine, by pearson for
 /// pearson (centroids of centred rows have mean 0: their cosine), by inner product for dot (as

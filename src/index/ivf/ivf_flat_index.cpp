@@ -77,7 +77,11 @@ class IvfFlatIndex final : public IvfIndexBase {
     if (!sp.allowed)
       if (const std::vector<Context> shards = gpu_shard_contexts(ctx, {Q.where, values.where, ids.where});
           !shards.empty()) {
-        search_shards(shards, Q, k, lists, values, ids);
+        if (gpu_split(lists_, shards, 2 * memory_bytes()) == GpuSplit::queries) {
+          search_replicas(shards, Q, k, lists, values, ids);
+        } else {
+          search_shards(shards, Q, k, lists, values, ids);
+        }
         if (sp.stats)
           for (int64_t r = 0; r < Q.rows; ++r) sp.stats->short_rows += ids.row(r)[k - 1] < 0 ? 1 : 0;
         return;
@@ -119,6 +123,16 @@ class IvfFlatIndex final : public IvfIndexBase {
   }
 
  private:
+  /// Several GPUs holding the whole index each (GpuSplit::queries): a slice of the queries on
+  /// each, searched as on one device. Under the shared lock.
+  void search_replicas(const std::vector<Context>& shards, MatrixView<const float> Q, int64_t k, int64_t nprobe,
+                       MatrixView<float> values, MatrixView<int64_t> ids) const {
+    run_on_query_slices(shards, Q.rows, [&](const Context& on, RowRange r) {
+      const IvfSearchArgs args{&lists_, view_rows(Q, r), k, nprobe, view_rows(values, r), view_rows(ids, r)};
+      on.device == Device::gpu ? cuda::ivf_flat_search(on, args) : cpu::ivf_flat_search(on, args);
+    });
+  }
+
   /// Several GPUs (Context::gpu_ids): every GPU scans its slice of the same probed lists, and
   /// the shards' top-k merge by (key, id) into one GPU's answer. Under the shared lock.
   void search_shards(const std::vector<Context>& shards, MatrixView<const float> Q, int64_t k, int64_t nprobe,

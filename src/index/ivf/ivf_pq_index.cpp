@@ -150,8 +150,11 @@ class IvfPqIndex final : public IvfIndexBase {
     int64_t short_rows = 0, candidates = 0;
     if (!sp.allowed && L.size() > 0)
       if (const std::vector<Context> shards = gpu_shard_contexts(ctx, {Q.where, values.where, ids.where});
-          !shards.empty())
+          !shards.empty()) {
+        if (gpu_split(L, shards, 2 * memory_bytes()) == GpuSplit::queries)
+          return search_replicas(shards, Q, k, lists, depth(refine, k, L.size()), values, ids, sp.stats);
         return search_shards(shards, Q, k, lists, depth(refine, k, L.size()), values, ids, sp.stats);
+      }
     SearchOutput out(values, ids);
     if (L.size() == 0) {
       out.pad_all(metric_);
@@ -178,6 +181,23 @@ class IvfPqIndex final : public IvfIndexBase {
     }
     out.deliver(ctx);
     if (sp.stats) sp.stats->short_rows += short_rows, sp.stats->candidates += candidates;
+  }
+
+  /// Several GPUs holding the whole index each (GpuSplit::queries): a slice of the queries on
+  /// each, searched as on one device. Under the shared lock.
+  void search_replicas(const std::vector<Context>& shards, MatrixView<const float> Q, int64_t k, int64_t nprobe,
+                       int64_t candidates, MatrixView<float> values, MatrixView<int64_t> ids,
+                       SearchStats* stats) const {
+    std::vector<int64_t> short_rows(shards.size(), 0), scanned(shards.size(), 0);
+    run_on_query_slices(shards, Q.rows, [&](const Context& on, RowRange r) {
+      const size_t s = size_t(&on - shards.data());
+      const IvfPqSearchArgs args{
+          &lists_,           view_rows(Q, r), k,          nprobe, candidates, view_rows(values, r),
+          view_rows(ids, r), &short_rows[s],  &scanned[s]};
+      on.device == Device::gpu ? cuda::ivf_pq_search(on, args) : cpu::ivf_pq_search(on, args);
+    });
+    if (stats)
+      for (size_t s = 0; s < shards.size(); ++s) stats->short_rows += short_rows[s], stats->candidates += scanned[s];
   }
 
   /// Several GPUs (Context::gpu_ids): a slice of every list on each, searched in two rounds

@@ -52,17 +52,18 @@ struct IvfDeviceRanks {
   DeviceMatrix<int64_t> rank_of_pos, pos_of_rank, uid_of_rank;
 };
 
-/// The family's device copy cached on its lists (IvfCore::device): the one there when `keep`
-/// accepts it, else a new one from `make` (the old one's memory freed first).
+/// The family's device copy on `gpu`, cached on its lists (IvfCore::device, a copy per GPU): the
+/// one there when `keep` accepts it, else a new one from `make` (the old one's memory freed first).
 template <class D, class Keep, class Make>
-std::shared_ptr<const D> cached_device_copy(const IvfCore& lists, Keep keep, Make make) {
+std::shared_ptr<const D> cached_device_copy(const IvfCore& lists, int gpu, Keep keep, Make make) {
   std::lock_guard g(lists.device_mutex);
-  auto have = std::dynamic_pointer_cast<const D>(lists.device);
+  std::shared_ptr<IvfDeviceLists>& slot = lists.device[gpu];
+  auto have = std::dynamic_pointer_cast<const D>(slot);
   if (!have || !keep(*have)) {
     have.reset();
-    lists.device.reset();
+    slot.reset();
     have = make();
-    lists.device = std::const_pointer_cast<D>(have);
+    slot = std::const_pointer_cast<D>(have);
   }
   return have;
 }

@@ -200,7 +200,7 @@ void ivf_flat_search(const Context& ctx, const IvfSearchArgs& a) {
   IvfDeviceDriver driver(ctx);
   const size_t budget = driver.budget();
   const std::shared_ptr<const DeviceLists> D = cached_device_copy<DeviceLists>(
-      given, [&](const DeviceLists& have) { return have.gpu_id == ctx.gpu_id; },
+      given, ctx.gpu_id, [&](const DeviceLists& have) { return have.gpu_id == ctx.gpu_id; },
       [&] { return std::make_shared<const DeviceLists>(ctx, given, DeviceLists::resident_bytes(given) > budget / 2); });
   const IvfLists& L = *D->host;
   FlatScanner scanner(*D, budget);

@@ -202,7 +202,8 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a) {
   const bool with_vectors = refine && given.keeps_vectors && given.refine_on_device &&
                             PqDeviceLists::code_bytes(given) + size_t(n * d) * 4 <= budget / 2;
   const std::shared_ptr<const PqDeviceLists> D = cached_device_copy<PqDeviceLists>(
-      given, [&](const PqDeviceLists& have) { return have.gpu_id == ctx.gpu_id && have.has_vectors == with_vectors; },
+      given, ctx.gpu_id,
+      [&](const PqDeviceLists& have) { return have.gpu_id == ctx.gpu_id && have.has_vectors == with_vectors; },
       [&] { return std::make_shared<const PqDeviceLists>(ctx, given, with_vectors); });
   const IvfPqLists& L = *D->host;  // positions on the device index the compact lists
   PqScanner scanner(*D);
