@@ -14,20 +14,23 @@ Workloads (k = 10, sqeuclidean, base and queries standard normal from --seed):
             resident after the first search; the timed searches move only the queries and the
             per-GPU top-k.
   ivf_flat  an ivf_flat index (nlist, nprobe) over --ivf-rows rows (the 10M rows kmeans uses)
-            searched the same way: each GPU holds a slice of every list. Every GPU probes every
-            query (the coarse k-NN, the grouping of pairs by list): a fixed cost per GPU that a
-            small base (1M rows: ~4 ms of a 13 ms search on an H200) does not amortise.
-  ivf_pq    an ivf_pq index (nlist, --pq-m, --pq-refine) searched the same way: round 1 merges the
-            GPUs' best code estimates, round 2 re-ranks the whole index's best on the host
-            (src/index/ivf/ivf_pq_shards.hpp).
+            searched on P GPUs both ways the index splits (ivf_core.hpp's gpu_split): as
+            replicas answering a slice of the queries each (the default while the index fits
+            every GPU), and by rows (SIMKIT_GPU_SPLIT=rows, the way for an index larger than one
+            GPU): a slice of every list per GPU, every GPU probing every query -- a fixed cost
+            per GPU that does not shrink with P.
+  ivf_pq    an ivf_pq index (nlist, --pq-m, --pq-refine) searched the same two ways; by rows,
+            round 1 merges the GPUs' best code estimates and round 2 re-ranks the whole index's
+            best on the host (src/index/ivf/ivf_pq_shards.hpp).
   beyond    a flat index of --beyond-factor x GPU 0's memory (2.5: it cannot be resident on one
             GPU), filled in batches after Index.reserve, searched for --beyond-queries queries
             on GPU 0 alone (the rows stream from host memory at each search: PCIe bounds it)
             and on the largest GPU count asked (each GPU's slice resident after the first
             search). Needs that much host memory; skipped with a note otherwise.
   kmeans    simkit.kmeans on --kmeans-rows x dim points, K = --kmeans-k, started from the first K
-            rows, --kmeans-iters Lloyd iterations: the time per iteration (one assignment and one
-            update), each GPU holding its shard of the points. The check: the labels equal the
+            rows: the time per Lloyd iteration (one assignment and one update; the difference of
+            a 1-iteration and a 1 + --kmeans-iters run, so without the points' upload), each GPU
+            holding its shard of the points. The check: the labels equal the
             one-GPU labels (the centroids may differ by float64 rounding: kmeans_shards.hpp).
 Each is timed as the median of --repeat calls after one warm-up call; throughput is queries per
 second, and its ratio to P x the one-GPU figure is the scaling efficiency. Every P's ids and
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
 import sys
 import time
@@ -212,10 +216,22 @@ def main() -> int:
 
     rows: List[Dict[str, Any]] = []
     failed = False
+    # The inverted files split the queries while the index fits every GPU (replicas), their rows
+    # otherwise (ivf_core.hpp's gpu_split): both are timed, the second forced by SIMKIT_GPU_SPLIT.
+    runs: List[Tuple[str, int, Optional[str]]] = []
     for w in [w for w in workloads if w not in ("kmeans", "beyond")]:
-        one: Optional[Tuple[np.ndarray, np.ndarray]] = None
-        qps1 = 0.0
         for p in counts:
+            runs.append((w, p, None))
+            if w.startswith("ivf") and p > 1:
+                runs.append((w, p, "rows"))
+    one: Optional[Tuple[np.ndarray, np.ndarray]] = None
+    qps1 = 0.0
+    for w, p, forced in runs:
+        if p == 1:
+            one, qps1 = None, 0.0
+        if forced:
+            os.environ["SIMKIT_GPU_SPLIT"] = forced
+        try:
             dev = device_for(p)
             if w == "knn":
                 call: Callable[[], Any] = lambda: simkit.knn(Q, X, a.k, "sqeuclidean", device=dev)
@@ -224,28 +240,37 @@ def main() -> int:
             else:
                 call = lambda: indexes[w].search(Q, a.k, nprobe=a.nprobe, device=dev)
             seconds, (D, I) = median_seconds(call, a.repeat)
-            qps = a.queries / seconds
-            if p == 1:
-                one, qps1 = (D, I), qps
-            same = one is not None and np.array_equal(one[1], I) and np.array_equal(one[0].view(np.uint32), D.view(np.uint32))
-            failed |= not same
-            eff = qps / (p * qps1) if qps1 > 0 else float("nan")
-            row = {"workload": w, "gpus": p, "seconds": seconds, "qps": qps, "scaling": eff,
-                   "tflops": flops / seconds / 1e12 if not w.startswith("ivf") else float("nan"),
-                   "pct_peak": 100 * flops / seconds / 1e12 / (p * g["fp32_tflops"]) if not w.startswith("ivf") else float("nan"),
-                   "same_as_one_gpu": same}
-            rows.append(row)
-            print(f"{w:9s} {p} GPU: {seconds * 1e3:9.1f} ms  {qps:12,.0f} q/s  scaling {eff:5.2f}  "
-                  f"{'identical' if same else 'CHECK FAIL: differs from one GPU'}", flush=True)
+        finally:
+            os.environ.pop("SIMKIT_GPU_SPLIT", None)
+        qps = a.queries / seconds
+        if p == 1:
+            one, qps1 = (D, I), qps
+        same = one is not None and np.array_equal(one[1], I) and np.array_equal(one[0].view(np.uint32), D.view(np.uint32))
+        failed |= not same
+        eff = qps / (p * qps1) if qps1 > 0 else float("nan")
+        label = w if p == 1 or not w.startswith("ivf") else f"{w}, {'rows' if forced else 'queries'} split"
+        row = {"workload": label, "gpus": p, "seconds": seconds, "qps": qps, "scaling": eff,
+               "tflops": flops / seconds / 1e12 if not w.startswith("ivf") else float("nan"),
+               "pct_peak": 100 * flops / seconds / 1e12 / (p * g["fp32_tflops"]) if not w.startswith("ivf") else float("nan"),
+               "same_as_one_gpu": same}
+        rows.append(row)
+        print(f"{label:24s} {p} GPU: {seconds * 1e3:9.1f} ms  {qps:12,.0f} q/s  scaling {eff:5.2f}  "
+              f"{'identical' if same else 'CHECK FAIL: differs from one GPU'}", flush=True)
     if "kmeans" in workloads:
         P = B[: a.kmeans_rows]
         first: Optional[np.ndarray] = None
         t1 = 0.0
         for p in counts:
-            t0 = time.perf_counter()
-            r = simkit.kmeans(P, a.kmeans_k, init=P[: a.kmeans_k], iterations=a.kmeans_iters, tol=0.0,
-                              device=device_for(p))
-            per_iter = (time.perf_counter() - t0) / (r.iterations + 1)
+            # One run of 1 iteration and one of 1 + --kmeans-iters: their difference is the
+            # iterations alone, without the upload of the points and the set-up both pay.
+            def run(iters: int) -> Tuple[float, Any]:
+                t0 = time.perf_counter()
+                r = simkit.kmeans(P, a.kmeans_k, init=P[: a.kmeans_k], iterations=iters, tol=0.0, device=device_for(p))
+                return time.perf_counter() - t0, r
+            short, _ = run(1)
+            long, r = run(1 + a.kmeans_iters)
+            per_iter = (long - short) / a.kmeans_iters
+            print(f"kmeans    {p} GPU: set-up and 1 iteration {short:.2f} s", flush=True)
             if p == 1:
                 first, t1 = r.labels, per_iter
             agree = float(np.mean(first == r.labels)) if first is not None else float("nan")
