@@ -73,7 +73,9 @@ void ivf_pq_estimates(const Index& index, const Context& ctx, MatrixView<const f
 void ivf_pq_rerank_keys(const Index& index, MatrixView<const float> Q, MatrixView<const int64_t> ids,
                         MatrixView<float> shortlist, MatrixView<double> exact);
 
-/// How many of `found` re-rank candidates the shortlist keeps for k (found: all of them).
-int64_t ivf_pq_shortlist(const Index& index, int64_t k, int64_t found);
+/// The re-rank's last step for one query (cpu::ivf_pq_rank_shortlist with the index's metric):
+/// `ranked`, its candidates' (float64 key, id) in shortlist order, to the best k values and ids.
+void ivf_pq_rank_shortlist(const Index& index, std::vector<std::pair<double, int64_t>>& ranked, int64_t k,
+                           float* values, int64_t* ids);
 
 }  // namespace simkit::detail

@@ -269,21 +269,12 @@ RankedLists rerank_lists(const Index& shard, MatrixView<const float> Q, const st
 /// merged in (shortlist key, id) order: the shortlist's first `keep` of them, ranked by (exact
 /// key, id); the value of each is the metric's value of its exact key.
 void finish_rerank(const Index& shard, const MergedLists& g, int64_t k, IndexSearchResult& out) {
-  const detail::MetricPlan plan = detail::plan_metric(shard.metric());
-  const float worst = plan.negate ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   std::vector<std::pair<double, int64_t>> ranked;
   for (int64_t i = 0; i < g.rows; ++i) {
-    int64_t found = 0;
-    while (found < g.width && g.ids[g.at(i, found)] >= 0) ++found;
-    const int64_t keep = detail::ivf_pq_shortlist(shard, k, found);
     ranked.clear();
-    for (int64_t c = 0; c < keep; ++c) ranked.emplace_back(g.extra[g.at(i, c)], g.ids[g.at(i, c)]);
-    const int64_t have = std::min<int64_t>(k, keep);
-    std::partial_sort(ranked.begin(), ranked.begin() + have, ranked.end());
-    for (int64_t s = 0; s < k; ++s) {
-      out.values(i, s) = s < have ? static_cast<float>(plan.value_of_key(ranked[size_t(s)].first)) : worst;
-      out.ids(i, s) = s < have ? ranked[size_t(s)].second : -1;
-    }
+    for (int64_t c = 0; c < g.width && g.ids[g.at(i, c)] >= 0; ++c)
+      ranked.emplace_back(g.extra[g.at(i, c)], g.ids[g.at(i, c)]);
+    detail::ivf_pq_rank_shortlist(shard, ranked, k, &out.values(i, 0), &out.ids(i, 0));
   }
 }
 

@@ -270,7 +270,10 @@ class IvfPqIndex final : public IvfIndexBase {
     }
   }
 
-  int64_t shard_shortlist(int64_t k, int64_t found) const { return cpu::ivf_pq_shortlist(lists_.plan, k, found); }
+  void shard_rank_shortlist(std::vector<std::pair<double, int64_t>>& ranked, int64_t k, float* values,
+                            int64_t* ids) const {
+    cpu::ivf_pq_rank_shortlist(lists_.plan, ranked, k, values, ids);
+  }
 
   void save(const std::string& path) const override {
     std::shared_lock lock(mutex_);
@@ -439,8 +442,9 @@ void ivf_pq_rerank_keys(const Index& index, MatrixView<const float> Q, MatrixVie
   pq_shard(index).shard_rerank_keys(Q, ids, shortlist, exact);
 }
 
-int64_t ivf_pq_shortlist(const Index& index, int64_t k, int64_t found) {
-  return pq_shard(index).shard_shortlist(k, found);
+void ivf_pq_rank_shortlist(const Index& index, std::vector<std::pair<double, int64_t>>& ranked, int64_t k,
+                           float* values, int64_t* ids) {
+  pq_shard(index).shard_rank_shortlist(ranked, k, values, ids);
 }
 
 std::unique_ptr<Index> load_ivf_pq_index(const IndexFile& f, const IvfPqParams& p) {

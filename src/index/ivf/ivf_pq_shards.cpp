@@ -43,9 +43,9 @@ void rank_as_the_gpu(const PqShardSearch& s, const Matrix<int64_t>& cand, float 
 
 /// The CPU's rule (cpu/ivf_pq_search.cpp): the candidates' float32 shortlist keys, the first
 /// ivf_pq_shortlist of them by (shortlist key, id), those ranked by (float64 key, id).
-void rank_as_the_cpu(const PqShardSearch& s, const Matrix<int64_t>& cand, float worst, int threads) {
+void rank_as_the_cpu(const PqShardSearch& s, const Matrix<int64_t>& cand, int threads) {
   const IvfPqLists& L = *s.whole;
-  const int64_t w = cand.cols(), k = s.k;
+  const int64_t w = cand.cols();
   parallel_rows(s.Q.rows, threads, [&](int64_t i) {
     std::vector<int64_t> rows;
     for (int64_t j = 0; j < w && cand(i, j) >= 0; ++j) rows.push_back(s.arena_row(cand(i, j)));
@@ -56,15 +56,9 @@ void rank_as_the_cpu(const PqShardSearch& s, const Matrix<int64_t>& cand, float 
     std::vector<std::pair<std::pair<float, int64_t>, double>> by_shortlist;
     for (int64_t j = 0; j < found; ++j) by_shortlist.push_back({{shortlist[size_t(j)], cand(i, j)}, exact[size_t(j)]});
     std::sort(by_shortlist.begin(), by_shortlist.end());
-    const int64_t keep = cpu::ivf_pq_shortlist(L.plan, k, found), have = std::min(k, keep);
     std::vector<std::pair<double, int64_t>> ranked;
-    for (int64_t c = 0; c < keep; ++c)
-      ranked.emplace_back(by_shortlist[size_t(c)].second, by_shortlist[size_t(c)].first.second);
-    std::partial_sort(ranked.begin(), ranked.begin() + have, ranked.end());
-    for (int64_t c = 0; c < k; ++c) {
-      s.values(i, c) = c < have ? static_cast<float>(L.plan.value_of_key(ranked[size_t(c)].first)) : worst;
-      s.ids(i, c) = c < have ? ranked[size_t(c)].second : -1;
-    }
+    for (const auto& [key, exact_key] : by_shortlist) ranked.emplace_back(exact_key, key.second);
+    cpu::ivf_pq_rank_shortlist(L.plan, ranked, s.k, s.values.row(i), s.ids.row(i));
   });
 }
 
@@ -106,7 +100,7 @@ void ivf_pq_search_shards(const std::vector<Context>& shards, const PqShardSearc
     merge_shard_topk(parts, m, s.keep, worst, kept.view(), cand.view(), threads);
     const bool gpu_rule = std::none_of(on_device.begin(), on_device.end(), [](int v) { return v == 0; }) &&
                           std::any_of(on_device.begin(), on_device.end(), [](int v) { return v == 1; });
-    gpu_rule ? rank_as_the_gpu(s, cand, worst, threads) : rank_as_the_cpu(s, cand, worst, threads);
+    gpu_rule ? rank_as_the_gpu(s, cand, worst, threads) : rank_as_the_cpu(s, cand, threads);
   }
   if (s.short_rows)
     for (int64_t i = 0; i < m; ++i) *s.short_rows += s.ids(i, s.k - 1) < 0 ? 1 : 0;

@@ -467,6 +467,17 @@ int64_t ivf_pq_shortlist(const MetricPlan& plan, int64_t k, int64_t n) {
   return std::min(plan.candidates(k, n), n);
 }
 
+void ivf_pq_rank_shortlist(const MetricPlan& plan, std::vector<std::pair<double, int64_t>>& ranked, int64_t k,
+                           float* values, int64_t* ids) {
+  const int64_t keep = ivf_pq_shortlist(plan, k, int64_t(ranked.size())), have = std::min(k, keep);
+  const float worst = plan.negate ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  std::partial_sort(ranked.begin(), ranked.begin() + have, ranked.begin() + keep);
+  for (int64_t c = 0; c < k; ++c) {
+    values[c] = c < have ? static_cast<float>(plan.value_of_key(ranked[size_t(c)].first)) : worst;
+    ids[c] = c < have ? ranked[size_t(c)].second : -1;
+  }
+}
+
 void ivf_pq_rerank_keys(const IvfPqLists& L, const float* q, const int64_t* rows, int64_t count, float* shortlist,
                         double* exact) {
   const int64_t d = L.dim;
