@@ -106,6 +106,7 @@ void run_gauss_mpi(const GaussCommandOptions& o) {
   const std::vector<double> G = mpi::gauss_transform(ctx, MPI_COMM_WORLD, sources.X.view(), sources.slice.first, q,
                                                      Y.view(), o.bandwidth, options, 0, &report);
   const double run_s = seconds_since(t0);
+  const std::string devices = rank_devices(ctx);
   if (rank != 0) return;
 
   t0 = std::chrono::steady_clock::now();
@@ -113,8 +114,8 @@ void run_gauss_mpi(const GaussCommandOptions& o) {
   const double write_s = seconds_since(t0);
   if (o.verbose) print_report(report);
   std::fflush(stdout);
-  std::fprintf(stderr, "simkit gauss: %d MPI ranks, source rows per rank %s\n", ranks,
-               rows_per_rank(sources.rows, ranks).c_str());
+  std::fprintf(stderr, "simkit gauss: %d MPI ranks, source rows per rank %s%s\n", ranks,
+               rows_per_rank(sources.rows, ranks).c_str(), devices.c_str());
   std::fprintf(stderr,
                "simkit gauss: %s targets x %s sources, d = %lld, h = %s, %s over %d ranks: %s (read %s, write %s)\n",
                with_commas(Y.rows()).c_str(), with_commas(sources.rows).c_str(), (long long)sources.cols,

@@ -109,10 +109,11 @@ void run_kmeans_mpi(const KmeansOptions& o) {
   const auto t1 = std::chrono::steady_clock::now();
   const KmeansResult r = mpi::kmeans(ctx, MPI_COMM_WORLD, data.X.view(), data.slice.first, p, 0);
   const double train_s = seconds_since(t1);
+  const std::string devices = rank_devices(ctx);
   if (rank != 0) return;
   bar->finish();
-  std::fprintf(stderr, "simkit kmeans: %d MPI ranks, rows per rank %s\n", ranks,
-               rows_per_rank(data.rows, ranks).c_str());
+  std::fprintf(stderr, "simkit kmeans: %d MPI ranks, rows per rank %s%s\n", ranks,
+               rows_per_rank(data.rows, ranks).c_str(), devices.c_str());
   finish(o, p, r, data.rows, data.cols, std::to_string(ranks) + " ranks", train_s, read_s);
 }
 

@@ -102,13 +102,15 @@ void run_knn_mpi(const KnnOptions& o) {
   t0 = std::chrono::steady_clock::now();
   KnnResult r = mpi::knn(ctx, MPI_COMM_WORLD, Q.view(), base.X.view(), base.slice.first, o.k, metric, method, 0);
   const double search_s = seconds_since(t0);
+  const std::string devices = rank_devices(ctx);
   if (!root) return;
 
   const double write_s = write_outputs(o, r);
   if (truth) print_recall(r.ids, *truth, o.k);
   std::fflush(stdout);
   const int64_t n = base.rows, d = base.cols;
-  std::fprintf(stderr, "simkit knn: %d MPI ranks, base rows per rank %s\n", ranks, rows_per_rank(n, ranks).c_str());
+  std::fprintf(stderr, "simkit knn: %d MPI ranks, base rows per rank %s%s\n", ranks, rows_per_rank(n, ranks).c_str(),
+               devices.c_str());
   std::fprintf(
       stderr, "simkit knn: %s queries x %s base, d = %lld, k = %lld, %s over %d ranks: %s (read %s, write %s)\n",
       with_commas(Q.rows()).c_str(), with_commas(n).c_str(), (long long)d, (long long)o.k, to_string(metric), ranks,

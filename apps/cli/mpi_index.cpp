@@ -75,9 +75,10 @@ void run_index_build_mpi(const IndexBuildOptions& o) {
   const std::unique_ptr<Index> shard =
       mpi::build_shard(ctx, MPI_COMM_WORLD, description, metric, base.X.view(), base.slice.first);
   const mpi::ShardManifest m = mpi::save_shards(MPI_COMM_WORLD, *shard, base.slice.first, o.out);
+  const std::string devices = rank_devices(ctx);
   if (!root) return;
-  std::fprintf(stderr, "simkit index build: %d MPI ranks, base rows per rank %s\n", ranks,
-               rows_per_rank(base.rows, ranks).c_str());
+  std::fprintf(stderr, "simkit index build: %d MPI ranks, base rows per rank %s%s\n", ranks,
+               rows_per_rank(base.rows, ranks).c_str(), devices.c_str());
   std::fprintf(stderr, "simkit index build: %s, %s, d = %lld, %s vectors in %d shards -> %s/manifest.json in %s\n",
                m.description.c_str(), to_string(m.metric), (long long)m.dim, with_commas(m.total).c_str(), ranks,
                o.out.c_str(), format_duration(seconds_since(t0)).c_str());
@@ -123,6 +124,7 @@ void run_index_search_mpi(const IndexSearchOptions& o) {
   t0 = std::chrono::steady_clock::now();
   const IndexSearchResult r = mpi::search_shards(ctx, MPI_COMM_WORLD, *shard, Q.view(), o.k, *params, 0);
   const double search_s = seconds_since(t0);
+  const std::string devices = rank_devices(ctx);
   if (!root) return;
   write_search_outputs(o, r);
   if (truth) print_recall(r.ids, *truth, o.k);
@@ -130,10 +132,11 @@ void run_index_search_mpi(const IndexSearchOptions& o) {
   report_search_notes(o, stats, Q.rows(), !o.allowed.empty(), int64_t(allowed.size()));
   std::fprintf(stderr,
                "simkit index search: %s queries, k = %lld, %s (%s vectors, %s) over %d shards: %s, %s queries/s "
-               "(load %s)\n",
+               "(load %s)%s\n",
                with_commas(Q.rows()).c_str(), (long long)o.k, m.description.c_str(), with_commas(m.total).c_str(),
                to_string(m.metric), ranks, format_duration(search_s).c_str(),
-               with_commas(int64_t(Q.rows() / std::max(search_s, 1e-9))).c_str(), format_duration(load_s).c_str());
+               with_commas(int64_t(Q.rows() / std::max(search_s, 1e-9))).c_str(), format_duration(load_s).c_str(),
+               devices.c_str());
 }
 
 void print_sharded_info(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 #include <simkit/context.hpp>
 #include <simkit/io.hpp>
@@ -115,6 +116,26 @@ std::vector<double> scatter_slices(const std::vector<double>& all, int64_t n) {
       MPI_Recv(out.data() + at, static_cast<int>(std::min(piece, mine.rows - at)), MPI_DOUBLE, 0, 0, MPI_COMM_WORLD,
                MPI_STATUS_IGNORE);
   }
+  return out;
+}
+
+std::string rank_devices(const Context& ctx) {
+  const int mine = ctx.device != Device::cpu && resolve_device(ctx) == Device::gpu ? ctx.gpu_id : -1;
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  std::vector<int> all(static_cast<size_t>(rank == 0 ? ranks : 1));
+  MPI_Gather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank != 0 || std::all_of(all.begin(), all.end(), [](int g) { return g < 0; })) return "";
+  if (!ctx.gpu_ids.empty()) {
+    std::string list;
+    for (int g : ctx.gpu_ids) list += (list.empty() ? "" : ",") + std::to_string(g);
+    return "; each rank over GPUs " + list;
+  }
+  std::string out = "; GPU per rank ";
+  for (int p = 0; p < ranks && p < 8; ++p)
+    out += (p > 0 ? ", " : "") + (all[size_t(p)] < 0 ? std::string("cpu") : std::to_string(all[size_t(p)]));
+  if (ranks > 8) out += ", ...";
   return out;
 }
 

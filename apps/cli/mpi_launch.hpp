@@ -76,4 +76,9 @@ std::vector<double> scatter_slices(const std::vector<double>& all, int64_t n);
 /// "1,000, 1,000, 999" (the first eight ranks' rows, then "...").
 std::string rows_per_rank(int64_t n, int ranks);
 
+/// Where each rank runs, for rank 0's summary line: "" when every rank runs on the CPU, else
+/// "; GPU per rank 0, 1, 0" (the first eight ranks; "cpu" for a rank without one) or, when
+/// every rank splits over several GPUs, "; each rank over GPUs 0,1". Collective.
+std::string rank_devices(const Context& ctx);
+
 }  // namespace simkit::cli

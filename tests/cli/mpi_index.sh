@@ -7,10 +7,13 @@
 # set, whose whole-number pixels give exact ties. Then the refusals: a rank count that is not
 # the manifest's, a missing shard, a truncated or lying manifest, index add / info under
 # mpirun, a sharded index searched without mpirun, an allow-list the shards cannot serve.
-# Exits 77 (skipped) when mpirun is absent or the build has no MPI.
-# Usage: mpi_index.sh SIMKIT DATA_DIR WORK_DIR
+# With DEVICE gpu the searches run on GPUs (each rank on its host's GPU, one process on GPU 0); the
+# builds and the refusals run on the CPU either way (a k-means over GPU ranks agrees with one GPU
+# only up to float64 rounding: core/kmeans_shards.hpp).
+# Exits 77 (skipped) when mpirun is absent, the build has no MPI, or DEVICE is gpu without a GPU.
+# Usage: mpi_index.sh SIMKIT DATA_DIR WORK_DIR [DEVICE]   (DEVICE: cpu, the default, or gpu)
 set -euo pipefail
-simkit=$1 data=$2 work=$3
+simkit=$1 data=$2 work=$3 device=${4:-cpu}
 if ! command -v mpirun >/dev/null; then
   echo "SKIP: mpirun not found (scripts/setup.sh installs openmpi-bin)"
   exit 77
@@ -21,6 +24,10 @@ if ! command -v python3 >/dev/null; then
 fi
 if ! "$simkit" info | grep -q "MPI: *on"; then
   echo "SKIP: this simkit was built without MPI (cmake -DSIMKIT_MPI=ON needs libopenmpi-dev)"
+  exit 77
+fi
+if [ "$device" = gpu ] && ! "$simkit" info | grep -q "^    gpu 0:"; then
+  echo "SKIP: no usable GPU is visible"
   exit 77
 fi
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -58,13 +65,13 @@ group() {
   for search in "$@"; do
     s=$((s + 1))
     # shellcheck disable=SC2086
-    "$simkit" index search --index "$name.simkit" --queries "$queries" $search --device cpu \
+    "$simkit" index search --index "$name.simkit" --queries "$queries" $search --device "$device" \
       --ids "$name.s$s.1p.ids.npy" --distances "$name.s$s.1p.d.npy" 2>/dev/null ||
       { failed "$name: one-process search $search"; continue; }
     for p in $ranks; do
       local out="$name.s$s.$p"
       # shellcheck disable=SC2086
-      if ! "${mpi[@]}" -n "$p" "$simkit" index search --index "$name.$p" --queries "$queries" $search --device cpu \
+      if ! "${mpi[@]}" -n "$p" "$simkit" index search --index "$name.$p" --queries "$queries" $search --device "$device" \
         --ids "$out.ids.npy" --distances "$out.d.npy" 2>"$out.err"; then
         failed "$name ($search): mpirun -n $p search exited non-zero:"
         cat "$out.err"

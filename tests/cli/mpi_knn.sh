@@ -3,16 +3,22 @@
 # 3, every metric, the ids and distances files must be byte-identical. Sizes are awkward on
 # purpose: base rows not divisible by P, a rank with 0 rows and ranks with 1, k above one rank's
 # rows, and the digits set, whose whole-number pixels give exact ties (broken by the lower id).
-# Exits 77 (skipped) when mpirun is absent or the build has no MPI.
-# Usage: mpi_knn.sh SIMKIT DATA_DIR WORK_DIR
+# With DEVICE gpu both sides run on GPUs: each rank on its host's GPU (local rank mod the GPUs),
+# one process on GPU 0; the ranks line must name them.
+# Exits 77 (skipped) when mpirun is absent, the build has no MPI, or DEVICE is gpu without a GPU.
+# Usage: mpi_knn.sh SIMKIT DATA_DIR WORK_DIR [DEVICE]   (DEVICE: cpu, the default, or gpu)
 set -euo pipefail
-simkit=$1 data=$2 work=$3
+simkit=$1 data=$2 work=$3 device=${4:-cpu}
 if ! command -v mpirun >/dev/null; then
   echo "SKIP: mpirun not found (scripts/setup.sh installs openmpi-bin)"
   exit 77
 fi
 if ! "$simkit" info | grep -q "MPI: *on"; then
   echo "SKIP: this simkit was built without MPI (cmake -DSIMKIT_MPI=ON needs libopenmpi-dev)"
+  exit 77
+fi
+if [ "$device" = gpu ] && ! "$simkit" info | grep -q "^    gpu 0:"; then
+  echo "SKIP: no usable GPU is visible"
   exit 77
 fi
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -31,11 +37,11 @@ check() {
   local name=$1 base=$2 queries=$3 k=$4 metric=$5
   shift 5
   local ext=npy
-  "$simkit" knn --base "$base" --queries "$queries" -k "$k" --metric "$metric" --device cpu \
+  "$simkit" knn --base "$base" --queries "$queries" -k "$k" --metric "$metric" --device "$device" \
     --ids "$name.1p.ids.$ext" --distances "$name.1p.d.$ext" 2>/dev/null
   for p in "$@"; do
     if ! "${mpi[@]}" -n "$p" "$simkit" knn --base "$base" --queries "$queries" -k "$k" --metric "$metric" \
-      --device cpu --ids "$name.$p.ids.$ext" --distances "$name.$p.d.$ext" 2>"$name.$p.err"; then
+      --device "$device" --ids "$name.$p.ids.$ext" --distances "$name.$p.d.$ext" 2>"$name.$p.err"; then
       echo "FAIL: $name -n $p exited non-zero:"
       cat "$name.$p.err"
       fail=$((fail + 1))
@@ -58,9 +64,14 @@ for metric in l2 sqeuclidean l1 dot cosine pearson; do
 done
 check digits_k100 "$data/digits/digits_base.fvecs" "$data/digits/digits_query.fvecs" 100 sqeuclidean 3
 
-# The line rank 0 prints, and rank 0 alone writes.
-grep -q "simkit knn: 3 MPI ranks, base rows per rank 334, 334, 333" mid_l2.3.err ||
-  { echo "FAIL: no ranks line in mid_l2.3.err:"; cat mid_l2.3.err; fail=$((fail + 1)); }
+# The line rank 0 prints, and rank 0 alone writes; on GPUs it names each rank's.
+ranks_line="simkit knn: 3 MPI ranks, base rows per rank 334, 334, 333"
+if [ "$device" = gpu ]; then
+  gpus=$("$simkit" info | grep -c "^    gpu [0-9]*:")
+  ranks_line="$ranks_line; GPU per rank 0, $((1 % gpus)), $((2 % gpus))"
+fi
+grep -qF "$ranks_line" mid_l2.3.err ||
+  { echo "FAIL: no line \"$ranks_line\" in mid_l2.3.err:"; cat mid_l2.3.err; fail=$((fail + 1)); }
 # A bad input fails on every rank with one agreed error, exit status 2.
 if "${mpi[@]}" -n 2 "$simkit" knn --base five.npy --queries five_q.npy -k 6 --metric l2 --ids bad.npy 2>bad.err; then
   echo "FAIL: k > n succeeded under mpirun"

@@ -64,3 +64,15 @@ add_test(NAME cli_mpi_index
                  ${SIMKIT_CLI_TEST_WORK}/mpi_index)
 set_tests_properties(cli_mpi_index PROPERTIES LABELS cpu TIMEOUT 240 SKIP_RETURN_CODE 77
                      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1")
+
+# The same two on GPUs: each rank on its host's GPU (local rank mod the GPUs), one process on GPU
+# 0, byte-identical; skipped (77) without a GPU, mpirun or MPI.
+add_test(NAME cli_mpi_knn_gpu
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/mpi_knn.sh $<TARGET_FILE:simkit_cli> ${SIMKIT_TEST_DATA_DIR}
+                 ${SIMKIT_CLI_TEST_WORK}/mpi_knn_gpu gpu)
+set_tests_properties(cli_mpi_knn_gpu PROPERTIES LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+add_test(NAME cli_mpi_index_gpu
+         COMMAND ${SIMKIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/mpi_index.sh $<TARGET_FILE:simkit_cli> ${SIMKIT_TEST_DATA_DIR}
+                 ${SIMKIT_CLI_TEST_WORK}/mpi_index_gpu gpu)
+set_tests_properties(cli_mpi_index_gpu PROPERTIES LABELS gpu TIMEOUT 400 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1")
