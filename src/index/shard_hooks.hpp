@@ -61,21 +61,26 @@ IvfProbes ivf_probes(const Index& index, int64_t asked);
 /// shard's) reads: refine k within [k, n]; 0 for codes only. Refuses what search() refuses.
 int64_t ivf_pq_depth(const Index& index, int64_t refine, int64_t k, int64_t n);
 
-/// Round 1, on the CPU: per query the best `keep` rows of its probed lists by (code estimate,
-/// id), best first, as the one-process scan selects them: estimates in `keys`, the metric's
-/// value of each in `values`, ids; past the rows found +inf, the worst value and -1. Adds the
-/// rows scanned to *candidates.
+/// Round 1, on ctx's device: per query the best `keep` rows of its probed lists by (code
+/// estimate, id), best first, as the one-process scan on that device selects them (the GPU's
+/// estimates sum in another order than the CPU's): estimates in `keys`, the metric's value of
+/// each in `values`, ids; past the rows found +inf, the worst value and -1. Adds the rows scanned
+/// to *candidates; *device_scan (when given) says whether the GPU's scan served the call.
 void ivf_pq_estimates(const Index& index, const Context& ctx, MatrixView<const float> Q, int64_t nprobe, int64_t keep,
-                      MatrixView<float> keys, MatrixView<float> values, MatrixView<int64_t> ids, int64_t* candidates);
+                      MatrixView<float> keys, MatrixView<float> values, MatrixView<int64_t> ids, int64_t* candidates,
+                      bool* device_scan = nullptr);
 
 /// Round 2: for each id(i, j) this index holds (-1: none), the float32 key the re-rank's
-/// shortlist ranks it by and the float64 key it is finally ranked by, for query i.
+/// shortlist ranks it by and the float64 key it is finally ranked by, for query i. With
+/// `gpu_rule` the final key is the GPU search's (l1: the column-order float sum; the others
+/// the same float64 key).
 void ivf_pq_rerank_keys(const Index& index, MatrixView<const float> Q, MatrixView<const int64_t> ids,
-                        MatrixView<float> shortlist, MatrixView<double> exact);
+                        MatrixView<float> shortlist, MatrixView<double> exact, bool gpu_rule = false);
 
 /// The re-rank's last step for one query (cpu::ivf_pq_rank_shortlist with the index's metric):
-/// `ranked`, its candidates' (float64 key, id) in shortlist order, to the best k values and ids.
+/// `ranked`, its candidates' (final key, id) in shortlist order, to the best k values and ids.
+/// With `gpu_rule` every candidate is ranked (the GPU search has no shortlist).
 void ivf_pq_rank_shortlist(const Index& index, std::vector<std::pair<double, int64_t>>& ranked, int64_t k,
-                           float* values, int64_t* ids);
+                           float* values, int64_t* ids, bool gpu_rule = false);
 
 }  // namespace simkit::detail

@@ -214,11 +214,12 @@ RankedLists scored_lists(const Context& ctx, const Index& shard, MatrixView<cons
 
 /// ivf_pq round 1: this shard's best `keep` by (code estimate, id), with the value of each.
 RankedLists estimate_lists(const Context& ctx, const Index& shard, MatrixView<const float> Q, int64_t nprobe,
-                           int64_t keep, SearchStats& stats) {
+                           int64_t keep, SearchStats& stats, bool* device_scan = nullptr) {
   const int64_t m = Q.rows, width = std::min(keep, shard.size());
   Matrix<float> keys(m, keep), values(m, keep);
   Matrix<int64_t> ids(m, keep);
-  detail::ivf_pq_estimates(shard, ctx, Q, nprobe, keep, keys.view(), values.view(), ids.view(), &stats.candidates);
+  detail::ivf_pq_estimates(shard, ctx, Q, nprobe, keep, keys.view(), values.view(), ids.view(), &stats.candidates,
+                           device_scan);
   RankedLists out(m, width);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < width && ids(i, j) >= 0; ++j) {
@@ -232,7 +233,7 @@ RankedLists estimate_lists(const Context& ctx, const Index& shard, MatrixView<co
 /// ivf_pq round 2 on this rank: the survivors (m x depth, the root's merge of round 1, sent to
 /// every rank) this rank proposed, with the re-rank's two keys, ranked by (shortlist key, id).
 RankedLists rerank_lists(const Index& shard, MatrixView<const float> Q, const std::vector<int64_t>& survivors,
-                         const std::vector<int>& source, int64_t depth, int rank) {
+                         const std::vector<int>& source, int64_t depth, int rank, bool gpu_rule) {
   const int64_t m = Q.rows;
   Matrix<int64_t> own(m, depth);
   int64_t width = 0;
@@ -247,7 +248,7 @@ RankedLists rerank_lists(const Index& shard, MatrixView<const float> Q, const st
   }
   Matrix<float> shortlist(m, depth);
   Matrix<double> exact(m, depth);
-  detail::ivf_pq_rerank_keys(shard, Q, own.view(), shortlist.view(), exact.view());
+  detail::ivf_pq_rerank_keys(shard, Q, own.view(), shortlist.view(), exact.view(), gpu_rule);
   RankedLists out(m, width);
   std::vector<std::pair<std::pair<float, int64_t>, double>> row;
   for (int64_t i = 0; i < m; ++i) {
@@ -265,16 +266,17 @@ RankedLists rerank_lists(const Index& shard, MatrixView<const float> Q, const st
   return out;
 }
 
-/// On the root, the re-rank's rule (cpu/ivf_pq_search.cpp) over the whole base's survivors,
-/// merged in (shortlist key, id) order: the shortlist's first `keep` of them, ranked by (exact
-/// key, id); the value of each is the metric's value of its exact key.
-void finish_rerank(const Index& shard, const MergedLists& g, int64_t k, IndexSearchResult& out) {
+/// On the root, the re-rank's rule over the whole base's survivors, merged in (shortlist key, id)
+/// order: the CPU's (cpu/ivf_pq_search.cpp) ranks the shortlist's first `keep` of them by (exact
+/// key, id), the GPU's (`gpu_rule`) every one by (its final key, id); the value of each is the
+/// metric's value of its key.
+void finish_rerank(const Index& shard, const MergedLists& g, int64_t k, bool gpu_rule, IndexSearchResult& out) {
   std::vector<std::pair<double, int64_t>> ranked;
   for (int64_t i = 0; i < g.rows; ++i) {
     ranked.clear();
     for (int64_t c = 0; c < g.width && g.ids[g.at(i, c)] >= 0; ++c)
       ranked.emplace_back(g.extra[g.at(i, c)], g.ids[g.at(i, c)]);
-    detail::ivf_pq_rank_shortlist(shard, ranked, k, &out.values(i, 0), &out.ids(i, 0));
+    detail::ivf_pq_rank_shortlist(shard, ranked, k, &out.values(i, 0), &out.ids(i, 0), gpu_rule);
   }
 }
 
@@ -284,15 +286,20 @@ void search_reranked(const Context& ctx, MPI_Comm comm, const Index& shard, Matr
   const int rank = comm_rank(comm);
   const int64_t m = Q.rows;
   RankedLists mine;
-  agree_on(comm, kSearch, [&] { mine = estimate_lists(ctx, shard, Q, nprobe, depth, stats); });
+  bool on_gpu = false;
+  agree_on(comm, kSearch, [&] { mine = estimate_lists(ctx, shard, Q, nprobe, depth, stats, &on_gpu); });
+  // One GPU's search ranks every candidate by the GPU's keys; when every rank scanned on its
+  // GPU that is the rule to follow, else the CPU's shortlist.
+  int every = on_gpu ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &every, 1, MPI_INT, MPI_MIN, comm);
   const MergedLists survivors = mpi_detail::merge_on_root(comm, root, mine, depth);
   std::vector<int64_t> ids = rank == root ? survivors.ids : std::vector<int64_t>(static_cast<size_t>(m * depth));
   std::vector<int> source = rank == root ? survivors.source : std::vector<int>(static_cast<size_t>(m * depth));
   bcast_pieces(ids.data(), m * depth, MPI_INT64_T, root, comm);
   bcast_pieces(source.data(), m * depth, MPI_INT, root, comm);
-  agree_on(comm, kSearch, [&] { mine = rerank_lists(shard, Q, ids, source, depth, rank); });
+  agree_on(comm, kSearch, [&] { mine = rerank_lists(shard, Q, ids, source, depth, rank, every == 1); });
   const MergedLists g = mpi_detail::merge_on_root(comm, root, mine, depth);
-  if (rank == root) finish_rerank(shard, g, k, out);
+  if (rank == root) finish_rerank(shard, g, k, every == 1, out);
 }
 
 /// Copies the merged lists into the result on the root, padding with the metric's worst value.

@@ -114,7 +114,7 @@ for metric in l2 l1 cosine; do
   group "pq0_$metric" mid.npy mid_q.npy "--type ivf_pq --nlist 8 --m 4 --refine 0 --train-sample 500 --metric $metric" \
     "3" "-k 10 --nprobe 8" "-k 10 --nprobe 2"
 done
-for metric in l2 dot pearson; do
+for metric in l2 l1 dot pearson; do  # l1: the GPU's re-rank keys are column-order float sums
   group "pq4_$metric" mid.npy mid_q.npy "--type ivf_pq --nlist 8 --m 8 --refine 4 --metric $metric" "3" \
     "-k 10 --nprobe 8" "-k 10 --nprobe 8 --refine 1" "-k 10 --nprobe 2 --refine 2" "-k 5 --nprobe 3 --refine 70"
 done

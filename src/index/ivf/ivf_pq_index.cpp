@@ -224,8 +224,8 @@ class IvfPqIndex final : public IvfIndexBase {
   int64_t shard_depth(int64_t refine, int64_t k, int64_t n) const { return depth(resolve_refine(refine), k, n); }
 
   void shard_estimates(const Context& ctx, MatrixView<const float> Q, int64_t nprobe_asked, int64_t keep,
-                       MatrixView<float> keys, MatrixView<float> values, MatrixView<int64_t> ids,
-                       int64_t* candidates) const {
+                       MatrixView<float> keys, MatrixView<float> values, MatrixView<int64_t> ids, int64_t* candidates,
+                       bool* device_scan) const {
     check_search(ctx, Q, lists_.dim, keep, values, ids);
     SIMKIT_EXPECTS(Q.where == Memory::host && keys.rows == Q.rows && keys.cols == keep, invalid_argument,
                    "ivf_pq_estimates: host queries and a ", Q.rows, " x ", keep, " key matrix are needed");
@@ -239,11 +239,14 @@ class IvfPqIndex final : public IvfIndexBase {
     int64_t short_rows = 0;
     IvfPqSearchArgs args{&lists_, Q, keep, lists, 0, values, ids, &short_rows, candidates};
     args.keys = keys;
-    cpu::ivf_pq_search(ctx, args);
+    args.device_scan = device_scan;
+    if (device_scan) *device_scan = false;
+    backend_for(ctx, {Q.where}, "search").device() == Device::gpu ? cuda::ivf_pq_search(ctx, args)
+                                                                  : cpu::ivf_pq_search(ctx, args);
   }
 
   void shard_rerank_keys(MatrixView<const float> Q, MatrixView<const int64_t> ids, MatrixView<float> shortlist,
-                         MatrixView<double> exact) const {
+                         MatrixView<double> exact, bool gpu_rule) const {
     SIMKIT_EXPECTS(lists_.keeps_vectors, invalid_argument,
                    "ivf_pq_rerank_keys: this ivf_pq index keeps no vectors (built with refine=0)");
     std::shared_lock lock(mutex_);
@@ -266,13 +269,16 @@ class IvfPqIndex final : public IvfIndexBase {
       f32.resize(rows.size());
       f64.resize(rows.size());
       cpu::ivf_pq_rerank_keys(lists_, Q.row(i), rows.data(), static_cast<int64_t>(rows.size()), f32.data(), f64.data());
+      if (gpu_rule && !lists_.plan.rescores())  // l1 on the GPU: knn's column-order float sums
+        for (size_t c = 0; c < rows.size(); ++c)
+          f64[c] = l1_column_order(Q.row(i), lists_.vectors.data() + rows[c] * lists_.dim, lists_.dim);
       for (size_t c = 0; c < rows.size(); ++c) shortlist(i, slots[c]) = f32[c], exact(i, slots[c]) = f64[c];
     }
   }
 
-  void shard_rank_shortlist(std::vector<std::pair<double, int64_t>>& ranked, int64_t k, float* values,
-                            int64_t* ids) const {
-    cpu::ivf_pq_rank_shortlist(lists_.plan, ranked, k, values, ids);
+  void shard_rank_shortlist(std::vector<std::pair<double, int64_t>>& ranked, int64_t k, float* values, int64_t* ids,
+                            bool gpu_rule) const {
+    cpu::ivf_pq_rank_shortlist(lists_.plan, ranked, k, values, ids, !gpu_rule);
   }
 
   void save(const std::string& path) const override {
@@ -433,18 +439,19 @@ int64_t ivf_pq_depth(const Index& index, int64_t refine, int64_t k, int64_t n) {
 }
 
 void ivf_pq_estimates(const Index& index, const Context& ctx, MatrixView<const float> Q, int64_t nprobe, int64_t keep,
-                      MatrixView<float> keys, MatrixView<float> values, MatrixView<int64_t> ids, int64_t* candidates) {
-  pq_shard(index).shard_estimates(ctx, Q, nprobe, keep, keys, values, ids, candidates);
+                      MatrixView<float> keys, MatrixView<float> values, MatrixView<int64_t> ids, int64_t* candidates,
+                      bool* device_scan) {
+  pq_shard(index).shard_estimates(ctx, Q, nprobe, keep, keys, values, ids, candidates, device_scan);
 }
 
 void ivf_pq_rerank_keys(const Index& index, MatrixView<const float> Q, MatrixView<const int64_t> ids,
-                        MatrixView<float> shortlist, MatrixView<double> exact) {
-  pq_shard(index).shard_rerank_keys(Q, ids, shortlist, exact);
+                        MatrixView<float> shortlist, MatrixView<double> exact, bool gpu_rule) {
+  pq_shard(index).shard_rerank_keys(Q, ids, shortlist, exact, gpu_rule);
 }
 
 void ivf_pq_rank_shortlist(const Index& index, std::vector<std::pair<double, int64_t>>& ranked, int64_t k,
-                           float* values, int64_t* ids) {
-  pq_shard(index).shard_rank_shortlist(ranked, k, values, ids);
+                           float* values, int64_t* ids, bool gpu_rule) {
+  pq_shard(index).shard_rank_shortlist(ranked, k, values, ids, gpu_rule);
 }
 
 std::unique_ptr<Index> load_ivf_pq_index(const IndexFile& f, const IvfPqParams& p) {

@@ -66,10 +66,11 @@ void ivf_pq_search(const Context& ctx, const IvfPqSearchArgs& a);
 int64_t ivf_pq_shortlist(const MetricPlan& plan, int64_t k, int64_t n);
 /// The re-rank's last step for one query of a search in two rounds: `ranked` holds its
 /// candidates' (float64 key, id) in shortlist order, (float32 key, id); the first
-/// ivf_pq_shortlist(plan, k, size) of them are ranked by (float64 key, id) and the best k
-/// written to values and ids, padded with the metric's worst value and -1. Reorders `ranked`.
+/// ivf_pq_shortlist(plan, k, size) of them (all of them without `cut`: the GPU's rule) are
+/// ranked by (float64 key, id) and the best k written to values and ids, padded with the
+/// metric's worst value and -1. Reorders `ranked`.
 void ivf_pq_rank_shortlist(const MetricPlan& plan, std::vector<std::pair<double, int64_t>>& ranked, int64_t k,
-                           float* values, int64_t* ids);
+                           float* values, int64_t* ids, bool cut = true);
 /// For `count` candidate arena rows of query q (as given): the float32 key the re-rank's shortlist
 /// ranks each by and the exact key it then ranks by, as ivf_pq_search computes them (a sharded
 /// search re-ranks the whole base's candidates over the ranks that hold them).

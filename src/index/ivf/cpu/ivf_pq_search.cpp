@@ -468,8 +468,8 @@ int64_t ivf_pq_shortlist(const MetricPlan& plan, int64_t k, int64_t n) {
 }
 
 void ivf_pq_rank_shortlist(const MetricPlan& plan, std::vector<std::pair<double, int64_t>>& ranked, int64_t k,
-                           float* values, int64_t* ids) {
-  const int64_t keep = ivf_pq_shortlist(plan, k, int64_t(ranked.size())), have = std::min(k, keep);
+                           float* values, int64_t* ids, bool cut) {
+  const int64_t n = int64_t(ranked.size()), keep = cut ? ivf_pq_shortlist(plan, k, n) : n, have = std::min(k, keep);
   const float worst = plan.negate ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   std::partial_sort(ranked.begin(), ranked.begin() + have, ranked.begin() + keep);
   for (int64_t c = 0; c < k; ++c) {
