@@ -29,8 +29,8 @@ Workloads (k = 10, sqeuclidean, base and queries standard normal from --seed):
             search). Needs that much host memory; skipped with a note otherwise.
   kmeans    simkit.kmeans on --kmeans-rows x dim points, K = --kmeans-k, started from the first K
             rows: the time per Lloyd iteration (one assignment and one update; the difference of
-            a 1-iteration and a 1 + --kmeans-iters run, so without the points' upload), each GPU
-            holding its shard of the points. The check: the labels equal the
+            the median 1-iteration and 1 + --kmeans-iters runs of --repeat each, so without the
+            points' upload), each GPU holding its shard of the points. The check: the labels equal the
             one-GPU labels (the centroids may differ by float64 rounding: kmeans_shards.hpp).
 Each is timed as the median of --repeat calls after one warm-up call; throughput is queries per
 second, and its ratio to P x the one-GPU figure is the scaling efficiency. Every P's ids and
@@ -172,7 +172,7 @@ def main() -> int:
     ap.add_argument("--beyond-queries", type=int, default=1000)
     ap.add_argument("--kmeans-rows", type=int, default=10_000_000)
     ap.add_argument("--kmeans-k", type=int, default=4096)
-    ap.add_argument("--kmeans-iters", type=int, default=5)
+    ap.add_argument("--kmeans-iters", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv")
     ap.add_argument("--md")
@@ -261,14 +261,16 @@ def main() -> int:
         first: Optional[np.ndarray] = None
         t1 = 0.0
         for p in counts:
-            # One run of 1 iteration and one of 1 + --kmeans-iters: their difference is the
-            # iterations alone, without the upload of the points and the set-up both pay.
+            # Runs of 1 iteration and of 1 + --kmeans-iters: their difference is the iterations
+            # alone, without the upload of the points and the set-up both pay.
             def run(iters: int) -> Tuple[float, Any]:
                 t0 = time.perf_counter()
                 r = simkit.kmeans(P, a.kmeans_k, init=P[: a.kmeans_k], iterations=iters, tol=0.0, device=device_for(p))
                 return time.perf_counter() - t0, r
-            short, _ = run(1)
-            long, r = run(1 + a.kmeans_iters)
+            # Medians of --repeat runs each: the set-up alone varies by a few hundred ms.
+            short = statistics.median(run(1)[0] for _ in range(a.repeat))
+            longs = [run(1 + a.kmeans_iters) for _ in range(a.repeat)]
+            long, r = statistics.median(t for t, _ in longs), longs[-1][1]
             per_iter = (long - short) / a.kmeans_iters
             print(f"kmeans    {p} GPU: set-up and 1 iteration {short:.2f} s", flush=True)
             if p == 1:
