@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include <simkit/context.hpp>
 #include <simkit/error.hpp>
 
 #include "core/metric_plan.hpp"
@@ -230,10 +231,19 @@ RankedLists estimate_lists(const Context& ctx, const Index& shard, MatrixView<co
   return out;
 }
 
+/// Which one-process search ivf_pq's two rounds reproduce (cpu/ and cuda/ivf_pq_search.cpp).
+enum class RerankRule {
+  cpu,  // the float32 shortlist, then (float64 key, id)
+  gpu,  // every rank scanned on its GPU: every candidate by (the GPU's key, id)
+  // GPU ranks whose scans fell to the host (a re-rank deeper than the device scan keeps): the
+  // CPU's rule, then l1's values as the GPU computes them, re-sorted by (value, id)
+  cpu_then_gpu_l1,
+};
+
 /// ivf_pq round 2 on this rank: the survivors (m x depth, the root's merge of round 1, sent to
 /// every rank) this rank proposed, with the re-rank's two keys, ranked by (shortlist key, id).
 RankedLists rerank_lists(const Index& shard, MatrixView<const float> Q, const std::vector<int64_t>& survivors,
-                         const std::vector<int>& source, int64_t depth, int rank, bool gpu_rule) {
+                         const std::vector<int>& source, int64_t depth, int rank, RerankRule rule) {
   const int64_t m = Q.rows;
   Matrix<int64_t> own(m, depth);
   int64_t width = 0;
@@ -248,7 +258,14 @@ RankedLists rerank_lists(const Index& shard, MatrixView<const float> Q, const st
   }
   Matrix<float> shortlist(m, depth);
   Matrix<double> exact(m, depth);
-  detail::ivf_pq_rerank_keys(shard, Q, own.view(), shortlist.view(), exact.view(), gpu_rule);
+  detail::ivf_pq_rerank_keys(shard, Q, own.view(), shortlist.view(), exact.view(), rule == RerankRule::gpu);
+  if (rule ==
+      RerankRule::cpu_then_gpu_l1) {  // l1's shortlist keeps every candidate: its key is free to carry the value
+    Matrix<float> unused(m, depth);
+    Matrix<double> gpu(m, depth);
+    detail::ivf_pq_rerank_keys(shard, Q, own.view(), unused.view(), gpu.view(), true);
+    for (int64_t i = 0; i < shortlist.size(); ++i) shortlist.data()[i] = static_cast<float>(gpu.data()[i]);
+  }
   RankedLists out(m, width);
   std::vector<std::pair<std::pair<float, int64_t>, double>> row;
   for (int64_t i = 0; i < m; ++i) {
@@ -268,15 +285,27 @@ RankedLists rerank_lists(const Index& shard, MatrixView<const float> Q, const st
 
 /// On the root, the re-rank's rule over the whole base's survivors, merged in (shortlist key, id)
 /// order: the CPU's (cpu/ivf_pq_search.cpp) ranks the shortlist's first `keep` of them by (exact
-/// key, id), the GPU's (`gpu_rule`) every one by (its final key, id); the value of each is the
-/// metric's value of its key.
-void finish_rerank(const Index& shard, const MergedLists& g, int64_t k, bool gpu_rule, IndexSearchResult& out) {
+/// key, id), the GPU's every one by (its final key, id); the value of each is the metric's value
+/// of its key, or with cpu_then_gpu_l1 the GPU's l1 value the merge carried as its key.
+void finish_rerank(const Index& shard, const MergedLists& g, int64_t k, RerankRule rule, IndexSearchResult& out) {
   std::vector<std::pair<double, int64_t>> ranked;
+  std::vector<std::pair<float, int64_t>> by_value;
   for (int64_t i = 0; i < g.rows; ++i) {
     ranked.clear();
     for (int64_t c = 0; c < g.width && g.ids[g.at(i, c)] >= 0; ++c)
       ranked.emplace_back(g.extra[g.at(i, c)], g.ids[g.at(i, c)]);
-    detail::ivf_pq_rank_shortlist(shard, ranked, k, &out.values(i, 0), &out.ids(i, 0), gpu_rule);
+    detail::ivf_pq_rank_shortlist(shard, ranked, k, &out.values(i, 0), &out.ids(i, 0), rule == RerankRule::gpu);
+    if (rule != RerankRule::cpu_then_gpu_l1) continue;
+    by_value.clear();
+    for (int64_t s = 0; s < k && out.ids(i, s) >= 0; ++s)
+      for (int64_t c = 0; c < g.width; ++c)
+        if (g.ids[g.at(i, c)] == out.ids(i, s)) {
+          by_value.emplace_back(static_cast<float>(g.keys[g.at(i, c)]), out.ids(i, s));
+          break;
+        }
+    std::sort(by_value.begin(), by_value.end());
+    for (size_t s = 0; s < by_value.size(); ++s)
+      out.values(i, int64_t(s)) = by_value[s].first, out.ids(i, int64_t(s)) = by_value[s].second;
   }
 }
 
@@ -288,18 +317,22 @@ void search_reranked(const Context& ctx, MPI_Comm comm, const Index& shard, Matr
   RankedLists mine;
   bool on_gpu = false;
   agree_on(comm, kSearch, [&] { mine = estimate_lists(ctx, shard, Q, nprobe, depth, stats, &on_gpu); });
-  // One GPU's search ranks every candidate by the GPU's keys; when every rank scanned on its
-  // GPU that is the rule to follow, else the CPU's shortlist.
-  int every = on_gpu ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &every, 1, MPI_INT, MPI_MIN, comm);
+  // Every rank scanned on its GPU: one GPU's rule. Every rank on a GPU whose scan fell to the host:
+  // one GPU's search fell to the host too (the same depth), which gives l1 the GPU's values.
+  int every[2] = {on_gpu ? 1 : 0, resolve_device(ctx) == Device::gpu ? 1 : 0};
+  MPI_Allreduce(MPI_IN_PLACE, every, 2, MPI_INT, MPI_MIN, comm);
+  const bool l1 = !detail::plan_metric(shard.metric()).rescores();
+  const RerankRule rule = every[0] == 1         ? RerankRule::gpu
+                          : every[1] == 1 && l1 ? RerankRule::cpu_then_gpu_l1
+                                                : RerankRule::cpu;
   const MergedLists survivors = mpi_detail::merge_on_root(comm, root, mine, depth);
   std::vector<int64_t> ids = rank == root ? survivors.ids : std::vector<int64_t>(static_cast<size_t>(m * depth));
   std::vector<int> source = rank == root ? survivors.source : std::vector<int>(static_cast<size_t>(m * depth));
   bcast_pieces(ids.data(), m * depth, MPI_INT64_T, root, comm);
   bcast_pieces(source.data(), m * depth, MPI_INT, root, comm);
-  agree_on(comm, kSearch, [&] { mine = rerank_lists(shard, Q, ids, source, depth, rank, every == 1); });
+  agree_on(comm, kSearch, [&] { mine = rerank_lists(shard, Q, ids, source, depth, rank, rule); });
   const MergedLists g = mpi_detail::merge_on_root(comm, root, mine, depth);
-  if (rank == root) finish_rerank(shard, g, k, every == 1, out);
+  if (rank == root) finish_rerank(shard, g, k, rule, out);
 }
 
 /// Copies the merged lists into the result on the root, padding with the metric's worst value.
