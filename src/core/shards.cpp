@@ -57,6 +57,7 @@ namespace {
 // ones are reused; a new one is made only while all are busy). A fresh thread per shard and call
 // paid its creation and, for any OpenMP region in the task (the host re-score of a streamed
 // base, the rank of candidates), a new OpenMP team torn down again when the thread exited.
+
 /// One call's shards that run on workers: the caller waits until `left` is 0.
 struct Batch {
   std::mutex mutex;

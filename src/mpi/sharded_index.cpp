@@ -259,8 +259,8 @@ RankedLists rerank_lists(const Index& shard, MatrixView<const float> Q, const st
   Matrix<float> shortlist(m, depth);
   Matrix<double> exact(m, depth);
   detail::ivf_pq_rerank_keys(shard, Q, own.view(), shortlist.view(), exact.view(), rule == RerankRule::gpu);
-  if (rule ==
-      RerankRule::cpu_then_gpu_l1) {  // l1's shortlist keeps every candidate: its key is free to carry the value
+  // l1's shortlist keeps every candidate, so its key is free to carry the GPU's value to the root.
+  if (rule == RerankRule::cpu_then_gpu_l1) {
     Matrix<float> unused(m, depth);
     Matrix<double> gpu(m, depth);
     detail::ivf_pq_rerank_keys(shard, Q, own.view(), unused.view(), gpu.view(), true);

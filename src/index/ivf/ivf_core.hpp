@@ -87,10 +87,10 @@ std::shared_ptr<const SplitLists<Lists>> split_over(const Lists& whole, int64_t 
 /// `device_bytes` fits within ResidentRows::kResidentShare of every shard GPU's free memory, by
 /// rows otherwise -- the way to search an index larger than one GPU. A split by rows pays, on
 /// every GPU, the probe of every query and a top-k per probed list, none of which shrinks with
-/// the GPU count (two H200s, 10M x 128 rows, nlist 4,096, nprobe 64, 10k queries: 42.8 ms on
-/// one, 39.0 ms on two); replicas need no merge. SIMKIT_GPU_SPLIT=queries or rows forces one
-/// (the measurement switch; the tests use it with CPU shard contexts). Chosen once per index
-/// version and set of GPUs.
+/// the GPU count, while replicas need no merge (two H200s, 10M x 128 rows, nlist 4,096, nprobe
+/// 64, 10k queries: 46.6 ms on one; on two, 33.8 ms by rows and 27.6 ms by queries). SIMKIT_GPU_SPLIT=queries or rows
+/// forces one (the measurement switch; the tests use it with CPU shard contexts). Chosen once per index version and set
+/// of GPUs.
 GpuSplit gpu_split(const IvfCore& core, const std::vector<Context>& shards, size_t device_bytes);
 
 /// How rows and queries meet the centroids, per metric: by cosine for cosine, by pearson for
